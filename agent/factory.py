@@ -1,0 +1,28 @@
+"""The default agent factory: what ``voicebot serve`` builds for each call unless ``--agent`` says otherwise.
+
+Bring your own agent the same way: write ``def my_agent(call: CallInfo) -> BidiAgent`` (plain or
+async) and run ``voicebot serve --agent mypackage.module:my_agent``.
+"""
+
+from __future__ import annotations
+
+from strands.bidi import BidiAgent
+
+from telephony.call_info import CallInfo
+from telephony.config import Settings, load_settings
+
+from .models import create_model
+from .prompt import system_prompt
+from .tools import end_conversation
+
+
+def create_agent(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
+    """A phone agent on the configured model, with the hang-up tool."""
+    settings = settings or load_settings()
+    prompt = settings.system_prompt or system_prompt(call.from_number, call.parameters.get("purpose", ""))
+    return BidiAgent(
+        model=create_model(settings),
+        tools=[end_conversation],
+        system_prompt=prompt,
+        name="voicebot",
+    )

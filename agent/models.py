@@ -1,0 +1,46 @@
+"""Choosing the speech-to-speech model. Nova Sonic by default; others when their extras are installed.
+
+The bridge transcodes to whatever rates a model declares (``get_audio_config()``), so switching
+model is configuration only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strands.bidi.models import BidiModel
+
+from telephony.config import Settings
+
+DEFAULT_MODEL_IDS = {
+    "nova": "amazon.nova-2-5-sonic",
+    "openai": "gpt-realtime",
+    "gemini": "gemini-live-2.5-flash-preview",
+}
+NOVA_SAMPLE_RATE = 16000
+"""Nova Sonic accepts 8, 16 or 24 kHz; 16 kHz both ways matches telephone bandwidth with headroom."""
+
+
+def create_model(settings: Settings) -> BidiModel:
+    """Build the configured model; a missing extra gives an install hint, not a traceback."""
+    model_id = settings.model_id or DEFAULT_MODEL_IDS[settings.model]
+    if settings.model == "nova":
+        from strands.bidi.models import BedrockNovaSonicModel
+
+        audio: Any = {"input": {"sample_rate": NOVA_SAMPLE_RATE}, "output": {"sample_rate": NOVA_SAMPLE_RATE}}
+        voice = settings.voice or "matthew"
+        return BedrockNovaSonicModel(model_id=model_id, region=settings.aws_region, voice=voice, audio=audio)
+    try:
+        if settings.model == "openai":
+            from strands.bidi.models import OpenAIRealtimeModel
+
+            return OpenAIRealtimeModel(
+                model_id=model_id, transcription_model_id="gpt-4o-transcribe", voice=settings.voice or "alloy"
+            )
+        from strands.bidi.models import GoogleGeminiLiveModel
+
+        return GoogleGeminiLiveModel(model_id=model_id, voice=settings.voice)
+    except ImportError as error:
+        raise RuntimeError(
+            f"VOICEBOT_MODEL={settings.model} needs its extra: install with `uv sync --extra {settings.model}`"
+        ) from error

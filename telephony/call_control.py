@@ -1,0 +1,55 @@
+"""Ending a call through Twilio's REST API.
+
+``calls(sid).update(status="completed")`` ends the call at once (cutting whatever audio Twilio
+still buffers), so the session only calls it after the goodbye's last mark has come back.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from twilio.base.exceptions import TwilioRestException
+from twilio.http.async_http_client import AsyncTwilioHttpClient
+from twilio.http import AsyncHttpClient
+from twilio.rest import Client
+
+log = logging.getLogger(__name__)
+
+ALREADY_ENDED_CODES = {20404, 21220}
+"""20404: resource not found; 21220: call is not in-progress. Both mean the call is already over."""
+
+
+class CallHangup(Protocol):
+    async def hang_up(self, call_sid: str) -> None: ...
+
+
+class TwilioCallControl:
+    """Hangs up calls over Twilio's REST API with the SDK's asynchronous HTTP client."""
+
+    def __init__(self, account_sid: str, auth_token: str, http_client: AsyncHttpClient | None = None) -> None:
+        self._account_sid = account_sid
+        self._auth_token = auth_token
+        self._http_client = http_client
+        self._client: Client | None = None
+
+    def _rest(self) -> Client:
+        # Built on first use: aiohttp's session must be created inside the running event loop.
+        if self._client is None:
+            http_client = self._http_client or AsyncTwilioHttpClient(timeout=5.0)
+            self._client = Client(self._account_sid, self._auth_token, http_client=http_client)
+        return self._client
+
+    async def hang_up(self, call_sid: str) -> None:
+        """End the call; a call that is already over counts as success."""
+        try:
+            await self._rest().calls(call_sid).update_async(status="completed")
+        except TwilioRestException as error:
+            if error.status == 404 or error.code in ALREADY_ENDED_CODES:
+                log.info("call=%s | already ended (Twilio %s)", call_sid, error.code or error.status)
+                return
+            raise
+
+    async def aclose(self) -> None:
+        if self._client is not None and hasattr(self._client.http_client, "close"):
+            await self._client.http_client.close()

@@ -1,0 +1,145 @@
+"""The one place configuration is read: the environment (and a `.env` file), validated at start-up.
+
+Every setting has an environment variable; a bad value stops the command with a message that names
+the variable and how to fix it. Secrets never appear in ``repr`` or logs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from urllib.parse import urlsplit
+
+DEFAULT_AGENT = "agent.factory:create_agent"
+MODEL_PROVIDERS = ("nova", "openai", "gemini")
+
+
+class ConfigError(ValueError):
+    """A setting is missing or malformed; the message names the variable and the fix."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Where Twilio reaches us.
+    public_url: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8080
+    # Twilio account (optional: without it, hang-up closes the socket instead of calling REST).
+    twilio_account_sid: str | None = None
+    twilio_auth_token: str | None = field(default=None, repr=False)
+    # The agent.
+    agent: str = DEFAULT_AGENT
+    model: str = "nova"
+    model_id: str | None = None
+    voice: str | None = None
+    aws_region: str = "us-east-1"
+    system_prompt: str | None = None
+    greeting: str = "The caller has just been connected. Greet them in one short sentence."
+    # Call behaviour.
+    start_timeout_s: float = 10.0
+    agent_start_timeout_s: float = 15.0
+    hangup_grace_s: float = 0.6
+    hangup_mark_timeout_s: float = 3.0
+    inbound_buffer_ms: int = 2000
+    mark_interval_ms: int = 500
+    log_level: str = "INFO"
+
+    @property
+    def public_host(self) -> str | None:
+        """Host (and port) of PUBLIC_URL, used to build the ``wss://`` stream URL."""
+        return urlsplit(self.public_url).netloc if self.public_url else None
+
+    @property
+    def can_use_rest(self) -> bool:
+        return bool(self.twilio_account_sid and self.twilio_auth_token)
+
+
+_ENV_NAMES: dict[str, str] = {
+    "public_url": "PUBLIC_URL",
+    "host": "VOICEBOT_HOST",
+    "port": "VOICEBOT_PORT",
+    "twilio_account_sid": "TWILIO_ACCOUNT_SID",
+    "twilio_auth_token": "TWILIO_AUTH_TOKEN",
+    "agent": "VOICEBOT_AGENT",
+    "model": "VOICEBOT_MODEL",
+    "model_id": "VOICEBOT_MODEL_ID",
+    "voice": "VOICEBOT_VOICE",
+    "aws_region": "AWS_REGION",
+    "system_prompt": "VOICEBOT_SYSTEM_PROMPT",
+    "greeting": "VOICEBOT_GREETING",
+    "start_timeout_s": "VOICEBOT_START_TIMEOUT",
+    "agent_start_timeout_s": "VOICEBOT_AGENT_START_TIMEOUT",
+    "hangup_grace_s": "VOICEBOT_HANGUP_GRACE",
+    "hangup_mark_timeout_s": "VOICEBOT_HANGUP_MARK_TIMEOUT",
+    "inbound_buffer_ms": "VOICEBOT_INBOUND_BUFFER_MS",
+    "mark_interval_ms": "VOICEBOT_MARK_INTERVAL_MS",
+    "log_level": "VOICEBOT_LOG_LEVEL",
+}
+
+
+def env_name(setting: str) -> str:
+    """The environment variable behind a setting (for error messages and docs)."""
+    return _ENV_NAMES[setting]
+
+
+def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None = Path(".env")) -> Settings:
+    """Read settings from ``environ`` (default: the process environment after loading ``.env``)."""
+    if environ is None:
+        if dotenv is not None and dotenv.is_file():
+            from dotenv import load_dotenv
+
+            load_dotenv(dotenv, override=False)
+        environ = os.environ
+    defaults = Settings()
+    values: dict[str, object] = {}
+    for item in fields(Settings):
+        raw = environ.get(_ENV_NAMES[item.name])
+        if raw is None or raw.strip() == "":
+            continue
+        values[item.name] = _convert(item.name, raw.strip(), type(getattr(defaults, item.name)))
+    settings = Settings(**values)  # type: ignore[arg-type]
+    validate(settings)
+    return settings
+
+
+def _convert(name: str, raw: str, kind: type) -> object:
+    variable = _ENV_NAMES[name]
+    try:
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+    except ValueError:
+        raise ConfigError(f"{variable}={raw!r} is not a number: set it to a plain {kind.__name__}") from None
+    return raw
+
+
+def validate(settings: Settings) -> None:
+    """Reject values that would only fail later, mid-call."""
+    if settings.public_url is not None:
+        parts = urlsplit(settings.public_url)
+        if parts.scheme not in ("https", "http") or not parts.netloc:
+            raise ConfigError(
+                f"PUBLIC_URL={settings.public_url!r} is not a URL: set it to your public HTTPS base, "
+                "e.g. https://abc123.ngrok.app"
+            )
+    if not 0 < settings.port < 65536:
+        raise ConfigError(f"VOICEBOT_PORT={settings.port} is out of range: use 1-65535")
+    if settings.model not in MODEL_PROVIDERS:
+        raise ConfigError(f"VOICEBOT_MODEL={settings.model!r} is unknown: choose one of {', '.join(MODEL_PROVIDERS)}")
+    if ":" not in settings.agent:
+        raise ConfigError(f"VOICEBOT_AGENT={settings.agent!r} must look like 'package.module:function'")
+    if bool(settings.twilio_account_sid) != bool(settings.twilio_auth_token):
+        missing = "TWILIO_AUTH_TOKEN" if settings.twilio_account_sid else "TWILIO_ACCOUNT_SID"
+        raise ConfigError(f"{missing} is not set: set both TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN, or neither")
+    if settings.twilio_account_sid and not settings.twilio_account_sid.startswith("AC"):
+        raise ConfigError("TWILIO_ACCOUNT_SID must start with 'AC' (find it on the Twilio console's home page)")
+    for name in ("start_timeout_s", "agent_start_timeout_s", "hangup_grace_s", "hangup_mark_timeout_s"):
+        if getattr(settings, name) <= 0:
+            raise ConfigError(f"{_ENV_NAMES[name]} must be greater than 0 (seconds)")
+    if not 100 <= settings.inbound_buffer_ms <= 60_000:
+        raise ConfigError("VOICEBOT_INBOUND_BUFFER_MS must be between 100 and 60000")
+    if not 100 <= settings.mark_interval_ms <= 10_000:
+        raise ConfigError("VOICEBOT_MARK_INTERVAL_MS must be between 100 and 10000")

@@ -1,0 +1,197 @@
+"""What we send to Twilio, in order, and what the caller has really heard.
+
+Twilio buffers every frame we send and plays it in real time, so "sent" is not "heard". Marks
+tell the difference: Twilio echoes a mark once the audio before it has played. But ``clear``
+echoes every pending mark at once, so marks are flagged as cleared *before* the clear is queued,
+and an echo of a cleared mark means nothing was heard.
+
+One writer task drains :meth:`Playback.next_message`; everything else only appends, without
+awaiting, so the agent's event stream never waits on the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import deque
+from dataclasses import dataclass
+from enum import Enum
+
+from .codec import FRAME_BYTES
+from .protocol import clear_message, mark_message, media_message
+
+FRAME_SECONDS = 0.02
+
+
+class MarkState(Enum):
+    PENDING = "pending"
+    PLAYED = "played"
+    CLEARED = "cleared"
+
+
+@dataclass(slots=True)
+class MarkRecord:
+    name: str
+    utterance: str | None
+    heard_seconds: float
+    """Audio of ``utterance`` that has played once this mark echoes."""
+    final: bool
+    state: MarkState = MarkState.PENDING
+
+
+@dataclass(slots=True)
+class Utterance:
+    """One stream of bot audio (one model ``content_id``)."""
+
+    id: str
+    queued_seconds: float = 0.0
+    heard_seconds: float = 0.0
+    finished: bool = False
+    heard_in_full: bool = False
+    interrupted: bool = False
+
+
+class Playback:
+    """Outbound message queue for one stream, with mark bookkeeping."""
+
+    def __init__(self, stream_sid: str, mark_interval_s: float = 0.5, max_queued_frames: int = 30_000) -> None:
+        self.stream_sid = stream_sid
+        self._queue: deque[str] = deque()
+        self._ready = asyncio.Event()
+        self._marks: dict[str, MarkRecord] = {}
+        self._names = itertools.count(1)
+        self._mark_interval_s = mark_interval_s
+        self._max_queued_frames = max_queued_frames
+        self._queued_frames = 0
+        self._unmarked_frames = 0
+        self._since_mark_s = 0.0
+        self.utterances: dict[str, Utterance] = {}
+        self.playout_end = 0.0
+        """Monotonic time at which Twilio should finish playing what has been written."""
+        self.frames_sent = 0
+        self.frames_dropped = 0
+        self.clears = 0
+
+    # --- producers (never await) ---------------------------------------------------------------
+
+    def play(self, ulaw: bytes, utterance: str | None = None) -> int:
+        """Queue whole 160-byte frames; a progress mark follows every ``mark_interval_s`` of audio."""
+        record = self._utterance(utterance)
+        frames = 0
+        for offset in range(0, len(ulaw) - len(ulaw) % FRAME_BYTES, FRAME_BYTES):
+            if self._queued_frames >= self._max_queued_frames:
+                self.frames_dropped += 1
+                continue
+            self._queue.append(media_message(self.stream_sid, ulaw[offset : offset + FRAME_BYTES]))
+            self._queued_frames += 1
+            self._unmarked_frames += 1
+            frames += 1
+            if record is not None:
+                record.queued_seconds += FRAME_SECONDS
+                self._since_mark_s += FRAME_SECONDS
+                if self._since_mark_s >= self._mark_interval_s - 1e-9:
+                    self._add_mark(record, final=False)
+        if frames:
+            self._ready.set()
+        return frames
+
+    def end_utterance(self, utterance: str) -> str | None:
+        """Mark the end of an utterance: its echo means the caller heard all of it."""
+        record = self.utterances.get(utterance)
+        if record is None or record.interrupted:
+            return None
+        record.finished = True
+        return self._add_mark(record, final=True)
+
+    def mark(self, label: str) -> str:
+        """A named checkpoint (e.g. after the apology clip): echoes once everything before it played."""
+        name = f"{label}-{next(self._names)}"
+        self._enqueue_mark(MarkRecord(name=name, utterance=None, heard_seconds=0.0, final=True))
+        return name
+
+    def interrupt(self) -> int:
+        """Barge-in: flag pending marks cleared, drop queued audio, and put ``clear`` first in line.
+
+        Returns the number of queued frames dropped.
+        """
+        dropped = self._queued_frames
+        for record in self._marks.values():
+            if record.state is MarkState.PENDING:
+                record.state = MarkState.CLEARED
+        for utterance in self.utterances.values():
+            if not utterance.heard_in_full:
+                utterance.interrupted = True
+        self._queue.clear()
+        self._queue.append(clear_message(self.stream_sid))
+        self._queued_frames = 0
+        self._unmarked_frames = 0
+        self._since_mark_s = 0.0
+        self.playout_end = time.monotonic()
+        self.clears += 1
+        self._ready.set()
+        return dropped
+
+    # --- consumer (the writer task) ------------------------------------------------------------
+
+    async def next_message(self) -> str:
+        while not self._queue:
+            self._ready.clear()
+            await self._ready.wait()
+        message = self._queue.popleft()
+        if message.startswith('{"event":"media"'):
+            self._queued_frames -= 1
+            self.frames_sent += 1
+            self.playout_end = max(self.playout_end, time.monotonic()) + FRAME_SECONDS
+        return message
+
+    # --- echoes from Twilio ----------------------------------------------------------------------
+
+    def on_echo(self, name: str) -> MarkRecord | None:
+        """Record a mark echo; returns the mark (its state says whether the audio was heard)."""
+        record = self._marks.pop(name, None)
+        if record is None or record.state is MarkState.CLEARED:
+            return record
+        record.state = MarkState.PLAYED
+        utterance = self.utterances.get(record.utterance) if record.utterance else None
+        if utterance is not None:
+            utterance.heard_seconds = max(utterance.heard_seconds, record.heard_seconds)
+            utterance.heard_in_full = record.final
+        return record
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued, nothing unmarked sent, and every mark echoed: the caller heard it all."""
+        return not self._queue and self._unmarked_frames == 0 and not self.pending_marks
+
+    def is_pending(self, name: str) -> bool:
+        record = self._marks.get(name)
+        return record is not None and record.state is MarkState.PENDING
+
+    @property
+    def pending_marks(self) -> int:
+        return sum(1 for record in self._marks.values() if record.state is MarkState.PENDING)
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _utterance(self, utterance: str | None) -> Utterance | None:
+        if utterance is None:
+            return None
+        record = self.utterances.get(utterance)
+        if record is None:
+            record = self.utterances[utterance] = Utterance(id=utterance)
+        return record
+
+    def _add_mark(self, utterance: Utterance, final: bool) -> str:
+        name = f"{'end' if final else 'at'}-{next(self._names)}"
+        self._enqueue_mark(
+            MarkRecord(name=name, utterance=utterance.id, heard_seconds=utterance.queued_seconds, final=final)
+        )
+        return name
+
+    def _enqueue_mark(self, record: MarkRecord) -> None:
+        self._marks[record.name] = record
+        self._queue.append(mark_message(self.stream_sid, record.name))
+        self._unmarked_frames = 0
+        self._since_mark_s = 0.0
+        self._ready.set()

@@ -1,0 +1,527 @@
+"""One phone call: the Twilio media stream on one side, a Strands ``BidiAgent`` on the other.
+
+This is the only module that knows both sides. Its tasks, all owned and cancelled here:
+
+- reader:   WebSocket -> parse -> caller μ-law -> ``InboundAudio`` -> ``InboundBuffer`` (never waits)
+- sender:   ``InboundBuffer`` -> ``agent.send()`` (may block during a model reconnect; the buffer absorbs it)
+- receiver: ``agent.receive()`` -> ``OutboundAudio`` -> ``Playback`` (never waits on the network)
+- writer:   ``Playback`` -> WebSocket (media, mark, clear)
+- goodbye / apology: short-lived tasks that end the call once the last words have been heard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from starlette.websockets import WebSocket, WebSocketState
+from strands.bidi import BidiAgent
+from strands.bidi.types import (
+    AudioDelta,
+    BidiAudioDeltaEvent,
+    BidiAudioStopEvent,
+    BidiBargeInEvent,
+    BidiConnectionRestartEvent,
+    BidiConnectionStopEvent,
+    BidiResponseStartEvent,
+    BidiResponseStopEvent,
+    BidiToolUseBlocksEvent,
+    BidiTranscriptBlockEvent,
+)
+
+from agent.tools import CALL_CONTROL_KEY
+
+from .agent_factory import AgentFactory, build_agent
+from .call_control import CallHangup
+from .call_info import CallInfo
+from .codec import InboundAudio, OutboundAudio
+from .config import Settings
+from .inbound import InboundBuffer
+from .logs import CallLog
+from .model_guard import guard_model_stream
+from .playback import FRAME_SECONDS, MarkState, Playback
+from .protocol import Connected, Dtmf, Mark, Media, ProtocolError, Start, Stop, UnknownEvent, parse_message
+
+log = logging.getLogger(__name__)
+
+APOLOGY_CLIP = Path(__file__).parent / "assets" / "apology.ulaw"
+DEFAULT_MODEL_RATE = 16000
+AGENT_STOP_TIMEOUT_S = 5.0
+HANGUP_REST_TIMEOUT_S = 5.0
+_WATCH_INTERVAL_S = 0.05
+
+
+@dataclass
+class CallStats:
+    """Counters for the call summary line (and, later, metrics)."""
+
+    started_at: float = field(default_factory=time.monotonic)
+    frames_in: int = 0
+    barge_ins: int = 0
+    bad_messages: int = 0
+    foreign_messages: int = 0
+    agent_audio_dropped: int = 0
+    end_reason: str = ""
+    ended_by: str = ""
+
+
+class CallSession:
+    """Runs one Media Streams WebSocket from ``connected`` to hang-up."""
+
+    def __init__(
+        self,
+        websocket: WebSocket,
+        settings: Settings,
+        agent_factory: AgentFactory,
+        hangup: CallHangup | None = None,
+        apology: bytes | None = None,
+    ) -> None:
+        self._ws = websocket
+        self._settings = settings
+        self._agent_factory = agent_factory
+        self._hangup = hangup
+        self._apology = apology if apology is not None else load_apology()
+        self.stats = CallStats()
+        self.call: CallInfo | None = None
+        self.agent: BidiAgent | None = None
+        self.playback: Playback | None = None
+        self._inbound_audio: InboundAudio | None = None
+        self._outbound_audio: OutboundAudio | None = None
+        self._inbound: InboundBuffer | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._ended = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._log = CallLog(log)
+        self._responding = False
+        self._current_audio: str | None = None
+        self._interrupted: set[str] = set()
+        self._goodbye: asyncio.Task[None] | None = None
+        self._failing = False
+        self._hanging_up = False
+        self._bad_logged = 0
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Serve the call until it ends; always leaves no task running and the agent stopped."""
+        self._loop = asyncio.get_running_loop()
+        try:
+            start = await self._wait_for_start()
+            if start is None:
+                return
+            self._begin(start)
+            self._spawn(self._write_loop(), "writer")
+            self._spawn(self._read_loop(), "reader")
+            self._spawn(self._run_agent(), "agent")
+            await self._ended.wait()
+        finally:
+            await self._shutdown()
+
+    def end_call(self, reason: str) -> None:
+        """``CallControl`` for tools: hang up after what has been said is heard. Thread-safe."""
+        if self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._arm_goodbye, reason)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        task = asyncio.create_task(coroutine, name=f"{name}:{self.call.call_sid if self.call else '-'}")
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._log.error("task %s crashed: %r", task.get_name(), task.exception(), exc_info=task.exception())
+            self._end(f"internal error in {task.get_name()}", by="server")
+
+    def _end(self, reason: str, by: str) -> None:
+        if not self._ended.is_set():
+            self.stats.end_reason, self.stats.ended_by = reason, by
+            self._ended.set()
+
+    async def _shutdown(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self.agent is not None:
+            try:
+                await asyncio.wait_for(self.agent.stop(), AGENT_STOP_TIMEOUT_S)
+            except Exception as error:  # noqa: BLE001 - shutdown must finish whatever the agent does
+                self._log.warning("agent did not stop cleanly: %r", error)
+        await self._close_socket()
+        if self.call is not None:
+            self._log_summary()
+
+    async def _close_socket(self) -> None:
+        if self._ws.application_state is WebSocketState.CONNECTED:
+            try:
+                await self._ws.close(code=1000)
+            except Exception:  # noqa: BLE001 - the peer may already be gone
+                pass
+
+    def _log_summary(self) -> None:
+        playback = self.playback
+        inbound = self._inbound
+        self._log.info(
+            "call ended | by=%s reason=%s duration=%.1fs frames_in=%d frames_out=%d barge_ins=%d "
+            "caller_audio_dropped_chunks=%d bad_messages=%d",
+            self.stats.ended_by or "unknown",
+            self.stats.end_reason or "unknown",
+            time.monotonic() - self.stats.started_at,
+            self.stats.frames_in,
+            playback.frames_sent if playback else 0,
+            self.stats.barge_ins,
+            inbound.dropped_chunks if inbound else 0,
+            self.stats.bad_messages,
+        )
+
+    # --- Twilio side -------------------------------------------------------------------------------
+
+    async def _wait_for_start(self) -> Start | None:
+        """Read ``connected`` and then ``start``; anything else before ``start`` is ignored."""
+        try:
+            async with asyncio.timeout(self._settings.start_timeout_s):
+                while True:
+                    text = await self._receive_text()
+                    if text is None:
+                        return None
+                    message = self._parse(text)
+                    if isinstance(message, Connected):
+                        log.info("stream connected | protocol=%s version=%s", message.protocol, message.version)
+                    elif isinstance(message, Start):
+                        return message
+                    elif isinstance(message, Stop):
+                        return None
+                    elif message is not None:
+                        self.stats.foreign_messages += 1
+                        log.debug("ignoring %s before start", type(message).__name__)
+        except TimeoutError:
+            log.warning("no 'start' within %.0fs: closing the socket", self._settings.start_timeout_s)
+            return None
+
+    def _begin(self, start: Start) -> None:
+        self.call = CallInfo.from_start(start)
+        self._log = CallLog(log, start.call_sid)
+        if start.media_format.encoding != "audio/x-mulaw" or start.media_format.sample_rate != 8000:
+            self._log.warning("unexpected media format %s; treating audio as μ-law 8 kHz", start.media_format)
+        self.playback = Playback(start.stream_sid, mark_interval_s=self._settings.mark_interval_ms / 1000)
+        self._log.info("call started | stream=%s from=%s to=%s", start.stream_sid, self.call.from_number, self.call.to_number)
+
+    async def _receive_text(self) -> str | None:
+        """Next text frame, or None once the socket is closed. Binary frames are not protocol."""
+        while True:
+            try:
+                message = await self._ws.receive()
+            except (RuntimeError, OSError):
+                return None
+            if message["type"] == "websocket.disconnect":
+                return None
+            text = message.get("text")
+            if text is not None:
+                return str(text)
+            self._note_bad("binary frame (Media Streams uses text frames only)")
+
+    def _parse(self, text: str) -> Any:
+        try:
+            return parse_message(text)
+        except ProtocolError as error:
+            self._note_bad(str(error))
+            return None
+
+    def _note_bad(self, why: str) -> None:
+        """Log malformed input, but never let a flood of it flood the log."""
+        self.stats.bad_messages += 1
+        count = self.stats.bad_messages
+        if count <= 5 or count % 1000 == 0:
+            self._log.warning("ignoring malformed message #%d: %s", count, why)
+
+    async def _read_loop(self) -> None:
+        while True:
+            text = await self._receive_text()
+            if text is None:
+                self._end("socket closed by Twilio", by="caller")
+                return
+            message = self._parse(text)
+            if message is None:
+                continue
+            if isinstance(message, Stop):
+                self._end("stream stopped (caller hung up or call ended)", by="caller")
+                return
+            self._dispatch(message)
+
+    def _dispatch(self, message: Any) -> None:
+        assert self.call is not None and self.playback is not None
+        stream_sid = getattr(message, "stream_sid", None)
+        if stream_sid is not None and stream_sid != self.call.stream_sid and not isinstance(message, UnknownEvent):
+            self.stats.foreign_messages += 1
+            self._note_bad(f"{type(message).__name__} for stream {stream_sid!r}, not this call's")
+            return
+        if isinstance(message, Media):
+            self._on_caller_audio(message)
+        elif isinstance(message, Mark):
+            self._on_mark(message.name)
+        elif isinstance(message, Dtmf):
+            self._log.info("caller pressed %s", message.digit)
+            if self._inbound is not None:
+                self._inbound.put_text(f"The caller pressed {message.digit} on their keypad.")
+        elif isinstance(message, UnknownEvent):
+            self._log.info("ignoring unknown event %r", message.event)
+        elif isinstance(message, (Start, Connected)):
+            self._note_bad(f"unexpected second '{type(message).__name__.lower()}'")
+
+    def _on_caller_audio(self, media: Media) -> None:
+        if media.track not in ("inbound", "inbound_track"):
+            return
+        self.stats.frames_in += 1
+        if self._inbound is None or self._inbound_audio is None:
+            return  # the agent is not built yet, so its input rate is unknown (a few ms at most)
+        self._inbound.put_audio(self._inbound_audio.convert(media.payload))
+
+    def _on_mark(self, name: str) -> None:
+        assert self.playback is not None
+        record = self.playback.on_echo(name)
+        if record is None:
+            self._log.debug("echo of unknown mark %r", name)
+            return
+        if record.final and record.utterance and record.state is MarkState.PLAYED:
+            utterance = self.playback.utterances[record.utterance]
+            self._log.info("bot utterance heard in full (%.2fs)", utterance.heard_seconds)
+
+    async def _write_loop(self) -> None:
+        assert self.playback is not None
+        while True:
+            message = await self.playback.next_message()
+            try:
+                await self._ws.send_text(message)
+            except Exception as error:  # noqa: BLE001 - any send failure means the socket is gone
+                self._log.info("socket closed while sending: %r", error)
+                self._end("socket closed while sending", by="caller")
+                return
+
+    # --- agent side --------------------------------------------------------------------------------
+
+    async def _run_agent(self) -> None:
+        """Build and start the agent, then feed it and drain it until the call ends."""
+        assert self.call is not None
+        try:
+            async with asyncio.timeout(self._settings.agent_start_timeout_s):
+                self.agent = await build_agent(self._agent_factory, self.call)
+                guard_model_stream(self.agent.model)
+                self._open_audio_paths(self.agent)
+                await self.agent.start(invocation_state={CALL_CONTROL_KEY: self, "call": self.call})
+        except Exception as error:  # noqa: BLE001 - any start failure gets the apology
+            reason = "timed out" if isinstance(error, TimeoutError) else repr(error)
+            self._fail(f"agent failed to start: {reason}", error)
+            return
+        self._log.info("agent started | model=%s", getattr(self.agent.model, "model_id", "?"))
+        if self._settings.greeting and self._inbound is not None:
+            self._inbound.put_text(self._settings.greeting)
+        self._spawn(self._send_loop(self.agent), "sender")
+        await self._receive_loop(self.agent)
+
+    def _open_audio_paths(self, agent: BidiAgent) -> None:
+        input_rate, output_rate = model_rates(agent)
+        self._log.info("model audio | input=%d Hz output=%d Hz", input_rate, output_rate)
+        self._inbound_audio = InboundAudio(input_rate)
+        self._outbound_audio = OutboundAudio(output_rate)
+        bytes_per_ms = input_rate * 2 // 1000
+        self._inbound = InboundBuffer(max_audio_bytes=self._settings.inbound_buffer_ms * bytes_per_ms)
+
+    async def _send_loop(self, agent: BidiAgent) -> None:
+        assert self._inbound is not None
+        while True:
+            item = await self._inbound.get()
+            try:
+                if isinstance(item, str):
+                    await agent.send(item)
+                else:
+                    await agent.send(AudioDelta(format="pcm", source={"bytes": item}))
+            except Exception as error:  # noqa: BLE001 - a failing model gets the apology
+                self._fail(f"agent rejected input: {error!r}", error)
+                return
+
+    async def _receive_loop(self, agent: BidiAgent) -> None:
+        try:
+            async for event in agent.receive():
+                self._on_agent_event(event)
+        except Exception as error:  # noqa: BLE001 - a failing model gets the apology
+            self._fail(f"agent failed mid-call: {error!r}", error)
+            return
+        self._log.info("agent ended the conversation")
+        self._arm_goodbye("agent stopped")
+
+    def _on_agent_event(self, event: Any) -> None:
+        """Dispatch one agent event. Never awaits: the agent's queue holds a single event."""
+        if isinstance(event, BidiAudioDeltaEvent):
+            self._on_bot_audio(event)
+        elif isinstance(event, BidiAudioStopEvent):
+            self._on_bot_audio_stop(event.content_id)
+        elif isinstance(event, BidiBargeInEvent):
+            self._on_barge_in()
+        elif isinstance(event, BidiResponseStartEvent):
+            self._responding = True
+        elif isinstance(event, BidiResponseStopEvent):
+            self._responding = False
+        elif isinstance(event, BidiTranscriptBlockEvent):
+            self._log.info("%s said: %s", "caller" if event.role == "user" else "bot", event.transcript)
+        elif isinstance(event, BidiToolUseBlocksEvent):
+            self._log.info("tool calls: %s", ", ".join(use["name"] for use in event.tool_uses))
+        elif isinstance(event, BidiConnectionRestartEvent):
+            self._log.warning("model connection restarting (%s)", event.reason)
+        elif isinstance(event, BidiConnectionStopEvent):
+            self._log.info("model connection stopped (%s)", event.reason)
+
+    def _on_bot_audio(self, event: BidiAudioDeltaEvent) -> None:
+        assert self.playback is not None
+        if event.content_id in self._interrupted or self._failing:
+            self.stats.agent_audio_dropped += 1
+            return
+        if event.format != "pcm":
+            self.stats.agent_audio_dropped += 1
+            self._note_bad(f"agent audio in format {event.format!r}; only raw PCM is supported")
+            return
+        pcm = base64.b64decode(event.audio)
+        if event.channels == 2:
+            pcm = downmix_stereo(pcm)
+        outbound = self._outbound_for(event.sample_rate)
+        self._current_audio = event.content_id
+        self.playback.play(outbound.convert(pcm), utterance=event.content_id)
+
+    def _outbound_for(self, sample_rate: int) -> OutboundAudio:
+        """The converter for this rate; a model may change rate between utterances."""
+        assert self.playback is not None
+        current = self._outbound_audio
+        if current is not None and current.model_rate == sample_rate:
+            return current
+        if current is not None:
+            self.playback.play(current.flush(), utterance=self._current_audio)
+            self._log.info("agent audio rate changed %d -> %d Hz", current.model_rate, sample_rate)
+        self._outbound_audio = OutboundAudio(sample_rate)
+        return self._outbound_audio
+
+    def _on_bot_audio_stop(self, content_id: str) -> None:
+        assert self.playback is not None
+        if content_id in self._interrupted or self._failing or self._outbound_audio is None:
+            return
+        self.playback.play(self._outbound_audio.flush(), utterance=content_id)
+        self.playback.end_utterance(content_id)
+
+    def _on_barge_in(self) -> None:
+        """The caller spoke over the bot: silence it now and forget the rest of what it was saying."""
+        assert self.playback is not None
+        if self._failing:
+            return
+        self.stats.barge_ins += 1
+        if self._current_audio is not None:
+            self._interrupted.add(self._current_audio)
+        dropped = self.playback.interrupt()
+        if self._outbound_audio is not None:
+            self._outbound_audio.reset()
+        self._log.info("barge-in: clear sent, %d queued frames dropped", dropped)
+        if self._goodbye is not None:
+            self._goodbye.cancel()
+            self._goodbye = None
+            self._log.info("caller spoke over the goodbye: the call goes on")
+
+    # --- ending the call ---------------------------------------------------------------------------
+
+    def _arm_goodbye(self, reason: str) -> None:
+        """Hang up once the goodbye has been heard (its last mark echoed), not before."""
+        if self._goodbye is not None or self._ended.is_set() or self._failing or self.playback is None:
+            return
+        self._log.info("hang-up requested (%s): waiting for the goodbye to play", reason)
+        self.playback.mark("goodbye")
+        self._goodbye = self._spawn(self._goodbye_watch(reason), "goodbye")
+
+    async def _goodbye_watch(self, reason: str) -> None:
+        """Hang up after ``hangup_grace_s`` of idle playback, or at the cap if marks never return."""
+        assert self.playback is not None
+        grace = self._settings.hangup_grace_s
+        idle_since: float | None = None
+        armed_at = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if self.playback.idle and not self._responding:
+                idle_since = idle_since or now
+                if now - idle_since >= grace:
+                    break
+            else:
+                idle_since = None
+            deadline = max(armed_at, self.playback.playout_end) + self._settings.hangup_mark_timeout_s
+            if now >= deadline:
+                self._log.warning("goodbye marks did not come back in time: hanging up anyway")
+                break
+            await asyncio.sleep(_WATCH_INTERVAL_S)
+        self._goodbye = None
+        await self._hang_up(f"agent ended the call ({reason})", by="agent")
+
+    def _fail(self, reason: str, error: BaseException | None = None) -> None:
+        """The agent is gone: apologise to the caller, then hang up. Idempotent."""
+        if self._failing or self._ended.is_set():
+            return
+        self._failing = True
+        self._log.error("%s", reason, exc_info=error if self._log.isEnabledFor(logging.DEBUG) else None)
+        if self._goodbye is not None:
+            self._goodbye.cancel()
+            self._goodbye = None
+        self._spawn(self._apologise(reason), "apology")
+
+    async def _apologise(self, reason: str) -> None:
+        assert self.playback is not None
+        self.playback.interrupt()
+        self.playback.play(self._apology)
+        name = self.playback.mark("apology")
+        cap = len(self._apology) / 8000 + self._settings.hangup_mark_timeout_s
+        try:
+            async with asyncio.timeout(cap):
+                while self.playback.is_pending(name):
+                    await asyncio.sleep(_WATCH_INTERVAL_S)
+        except TimeoutError:
+            self._log.warning("apology mark did not come back within %.1fs", cap)
+        await self._hang_up(reason, by="server")
+
+    async def _hang_up(self, reason: str, by: str) -> None:
+        """REST hang-up when configured (an already-ended call is fine), then close the socket."""
+        if self._hanging_up:
+            return
+        self._hanging_up = True
+        self._log.info("hanging up: %s", reason)
+        if self._hangup is not None and self.call is not None:
+            try:
+                await asyncio.wait_for(self._hangup.hang_up(self.call.call_sid), HANGUP_REST_TIMEOUT_S)
+            except Exception as error:  # noqa: BLE001 - closing the socket still ends the call
+                self._log.warning("REST hang-up failed (%r): closing the socket instead", error)
+        self._end(reason, by=by)
+
+
+def model_rates(agent: BidiAgent) -> tuple[int, int]:
+    """The model's declared input and output rates (16 kHz if it declares none)."""
+    get_config = getattr(agent.model, "get_audio_config", None)
+    if get_config is None:
+        return DEFAULT_MODEL_RATE, DEFAULT_MODEL_RATE
+    config = get_config()
+    return int(config["input"]["sample_rate"]), int(config["output"]["sample_rate"])
+
+
+def downmix_stereo(pcm: bytes) -> bytes:
+    """Interleaved 16-bit stereo to mono (average of both channels)."""
+    samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 4], dtype="<i2").reshape(-1, 2).astype(np.int32)
+    return (samples.sum(axis=1) // 2).astype("<i2").tobytes()
+
+
+def load_apology() -> bytes:
+    """The spoken apology shipped with the package (raw μ-law 8 kHz), trimmed to whole frames."""
+    clip = APOLOGY_CLIP.read_bytes() if APOLOGY_CLIP.is_file() else b"\xff" * 8000
+    return clip[: len(clip) - len(clip) % 160]
+
+
+__all__ = ["CallSession", "CallStats", "FRAME_SECONDS", "model_rates"]

@@ -1,0 +1,106 @@
+"""Shared fixtures: the real app on a loopback port, with a scripted model and fake Twilio peers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+import uvicorn
+from strands.bidi import BidiAgent
+
+from agent.tools import end_conversation
+from telephony.app import create_app
+from telephony.call_info import CallInfo
+from telephony.config import Settings
+
+from .fakes.model import ScriptedModel, Step
+from .fakes.rest import FakeHangup
+from .fakes.twilio import FakeTwilioCall
+
+# boto3 must never probe the instance-metadata address; tests touch no network but loopback.
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+
+TEST_SETTINGS = Settings(
+    public_url="https://bot.example.com",
+    greeting="",
+    hangup_grace_s=0.3,
+    hangup_mark_timeout_s=2.0,
+    start_timeout_s=3.0,
+    agent_start_timeout_s=3.0,
+)
+
+
+@dataclass
+class Harness:
+    """One running server plus what the tests need to drive and inspect it."""
+
+    base: str
+    app: Any
+    hangup: FakeHangup | None
+    models: list[ScriptedModel] = field(default_factory=list)
+    calls: list[CallInfo] = field(default_factory=list)
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{self.base}/media-stream"
+
+    def caller(self, **kwargs: Any) -> FakeTwilioCall:
+        return FakeTwilioCall(self.ws_url, **kwargs)
+
+    @property
+    def model(self) -> ScriptedModel:
+        return self.models[-1]
+
+
+@asynccontextmanager
+async def serve(app: Any) -> AsyncIterator[str]:
+    """Run ``app`` with uvicorn on an ephemeral loopback port inside the test's event loop."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws_max_size=2**20, lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+ModelMaker = Callable[[], ScriptedModel]
+
+
+@asynccontextmanager
+async def harness(
+    script: list[Step] | ModelMaker,
+    settings: Settings = TEST_SETTINGS,
+    hangup: FakeHangup | None = None,
+    **settings_overrides: Any,
+) -> AsyncIterator[Harness]:
+    """A server whose agent factory builds a ``ScriptedModel`` per call."""
+    settings = replace(settings, **settings_overrides)
+    state: dict[str, Harness] = {}
+
+    def factory(call: CallInfo) -> BidiAgent:
+        model = script() if callable(script) else ScriptedModel(list(script))
+        state["h"].models.append(model)
+        state["h"].calls.append(call)
+        return BidiAgent(model=model, tools=[end_conversation], system_prompt="test")
+
+    app = create_app(settings, agent_factory=factory, hangup=hangup)
+    async with serve(app) as base:
+        state["h"] = Harness(base=base, app=app, hangup=hangup)
+        yield state["h"]
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return TEST_SETTINGS

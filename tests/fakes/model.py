@@ -1,0 +1,294 @@
+"""A scripted ``BidiModel``: drives the bridge deterministically, following the Strands model contract.
+
+The contract (strands.bidi.models.BidiModel): ``start()`` opens the connection, ``receive()``
+yields ``BidiConnectionStartEvent`` first and must not return before ``stop()``; each transcript
+stream is start -> delta(s) -> stop with one ``content_id``. Steps advance on what the model
+*receives* (caller audio, text, tool results), so scripts do not depend on wall-clock timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import math
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from strands.bidi.models import BidiModel
+from strands.bidi.models.configs import AudioConfig, AudioStreamConfig
+from strands.bidi.types import (
+    AudioDelta,
+    BidiAudioDeltaEvent,
+    BidiAudioStartEvent,
+    BidiAudioStopEvent,
+    BidiBargeInEvent,
+    BidiConnectionStartEvent,
+    BidiMessage,
+    BidiResponseStartEvent,
+    BidiResponseStopEvent,
+    BidiToolUseBlocksEvent,
+    BidiTranscriptDeltaEvent,
+    BidiTranscriptStartEvent,
+    BidiTranscriptStopEvent,
+)
+from strands.types.content import TextBlock
+from strands.types.tools import ToolResultBlock
+
+# --- script steps ----------------------------------------------------------------------------------
+
+
+@dataclass
+class WaitForAudio:
+    """Wait until this many more seconds of caller audio have arrived."""
+
+    seconds: float
+
+
+@dataclass
+class WaitForText:
+    """Wait until a text input containing ``contains`` has arrived (greeting, keypress)."""
+
+    contains: str = ""
+
+
+@dataclass
+class Say:
+    """One bot utterance: a tone (so tests can tell utterances apart) with its transcript."""
+
+    text: str
+    seconds: float
+    tone_hz: float = 440.0
+    chunk_ms: int = 60
+    realtime: bool = False
+    """Emit chunks at real time (a slow model) instead of as fast as possible (like Nova)."""
+    stop: bool = True
+    """Emit AudioStop at the end (False leaves the stream open for ``SayMore``)."""
+
+
+@dataclass
+class SayMore:
+    """More audio for the previous utterance's ``content_id`` (what a model may emit after a barge-in)."""
+
+    seconds: float
+    tone_hz: float = 440.0
+    stop: bool = True
+
+
+@dataclass
+class BargeIn:
+    pass
+
+
+@dataclass
+class UserSaid:
+    text: str
+
+
+@dataclass
+class CallTool:
+    name: str
+    input: dict[str, Any] = field(default_factory=dict)
+    wait_for_result: bool = True
+
+
+@dataclass
+class Fail:
+    error: Exception
+
+
+@dataclass
+class CloseSilently:
+    """The model's stream simply ends (what Nova does when the service closes it)."""
+
+
+@dataclass
+class Sleep:
+    seconds: float
+
+
+@dataclass
+class Hold:
+    """Do nothing more until stopped."""
+
+
+Step = WaitForAudio | WaitForText | Say | SayMore | BargeIn | UserSaid | CallTool | Fail | CloseSilently | Sleep | Hold
+
+_END = object()
+
+
+def tone(seconds: float, rate: int, hz: float, amplitude: float = 0.3) -> bytes:
+    samples = np.arange(int(round(seconds * rate)))
+    wave = amplitude * 32767 * np.sin(2 * math.pi * hz * samples / rate)
+    return wave.astype("<i2").tobytes()
+
+
+class ScriptedModel(BidiModel):
+    """Plays a script of steps; records everything it was sent."""
+
+    def __init__(
+        self,
+        script: list[Step],
+        input_rate: int = 16000,
+        output_rate: int = 16000,
+        fail_start: Exception | None = None,
+        start_delay: float = 0.0,
+    ) -> None:
+        self._config: dict[str, Any] = {"model_id": "scripted"}
+        self.script = script
+        self.input_rate = input_rate
+        self.output_rate = output_rate
+        self.fail_start = fail_start
+        self.start_delay = start_delay
+        self.audio_received = bytearray()
+        self.texts: list[str] = []
+        self.tool_results: list[ToolResultBlock] = []
+        self.system_prompt: str | None = None
+        self.tools: list[Any] = []
+        self.started = False
+        self.stopped = False
+        self.step_index = 0
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._runner: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
+        self._content_ids = itertools.count(1)
+        self._last_content_id = ""
+
+    # --- BidiModel -------------------------------------------------------------------------------
+
+    def get_config(self) -> Any:
+        return self._config
+
+    def update_config(self, **model_config: Any) -> None:
+        self._config.update(model_config)
+
+    def get_audio_config(self) -> AudioConfig:
+        return AudioConfig(
+            input=AudioStreamConfig(sample_rate=self.input_rate, channels=1, format="pcm"),
+            output=AudioStreamConfig(sample_rate=self.output_rate, channels=1, format="pcm"),
+        )
+
+    async def start(self, system_prompt: str | None = None, tools: Any = None, messages: Any = None, **_: Any) -> None:
+        if self.start_delay:
+            await asyncio.sleep(self.start_delay)
+        if self.fail_start is not None:
+            raise self.fail_start
+        self.system_prompt, self.tools = system_prompt, list(tools or [])
+        self.started = True
+        self._queue.put_nowait(BidiConnectionStartEvent(connection_id=str(uuid.uuid4()), model="scripted"))
+        self._runner = asyncio.create_task(self._run_script())
+
+    async def stop(self) -> None:
+        self.stopped = True
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
+        self._queue.put_nowait(_END)
+
+    async def receive(self) -> AsyncIterator[Any]:  # type: ignore[override]
+        while True:
+            item = await self._queue.get()
+            if item is _END:
+                # Contract: receive() returns only after stop(); CloseSilently breaks it on purpose.
+                return
+            if isinstance(item, Exception):
+                raise item
+            yield item
+
+    async def send(self, content: Any) -> None:
+        if isinstance(content, AudioDelta):
+            self.audio_received.extend(content.source["bytes"])
+        elif isinstance(content, BidiMessage):
+            for block in content.content:
+                if isinstance(block, TextBlock):
+                    self.texts.append(block.text)
+                elif isinstance(block, ToolResultBlock):
+                    self.tool_results.append(block)
+        self._changed.set()
+
+    # --- script runner ---------------------------------------------------------------------------
+
+    @property
+    def audio_seconds(self) -> float:
+        return len(self.audio_received) / 2 / self.input_rate
+
+    async def _until(self, condition: Any) -> None:
+        while not condition():
+            self._changed.clear()
+            await self._changed.wait()
+
+    def _emit(self, event: Any) -> None:
+        self._queue.put_nowait(event)
+
+    async def _run_script(self) -> None:
+        for self.step_index, step in enumerate(self.script):
+            await self._run_step(step)
+        self.step_index = len(self.script)
+
+    async def _run_step(self, step: Step) -> None:
+        match step:
+            case WaitForAudio(seconds):
+                target = self.audio_seconds + seconds
+                await self._until(lambda: self.audio_seconds >= target)
+            case WaitForText(contains):
+                await self._until(lambda: any(contains in text for text in self.texts))
+            case Say():
+                await self._say(step)
+            case SayMore(seconds, hz, stop):
+                await self._audio(self._last_content_id, seconds, hz, 60, False)
+                if stop:
+                    self._emit(BidiAudioStopEvent(content_id=self._last_content_id))
+            case BargeIn():
+                self._emit(BidiBargeInEvent())
+            case UserSaid(text):
+                self._transcript(text, "user")
+            case CallTool(name, tool_input, wait):
+                before = len(self.tool_results)
+                tool_use = {"toolUseId": f"tool-{uuid.uuid4().hex[:8]}", "name": name, "input": tool_input}
+                self._emit(BidiToolUseBlocksEvent(tool_uses=[tool_use]))  # type: ignore[list-item]
+                if wait:
+                    await self._until(lambda: len(self.tool_results) > before)
+            case Fail(error):
+                self._emit(error)
+            case CloseSilently():
+                self._emit(_END)
+            case Sleep(seconds):
+                await asyncio.sleep(seconds)
+            case Hold():
+                await asyncio.Event().wait()
+
+    async def _say(self, step: Say) -> None:
+        response_id = f"response-{next(self._content_ids)}"
+        self._emit(BidiResponseStartEvent(response_id=response_id))
+        self._transcript(step.text, "assistant")
+        content_id = f"audio-{next(self._content_ids)}"
+        self._last_content_id = content_id
+        self._emit(BidiAudioStartEvent(content_id=content_id))
+        await self._audio(content_id, step.seconds, step.tone_hz, step.chunk_ms, step.realtime)
+        if step.stop:
+            self._emit(BidiAudioStopEvent(content_id=content_id))
+        self._emit(BidiResponseStopEvent(response_id=response_id))
+
+    async def _audio(self, content_id: str, seconds: float, hz: float, chunk_ms: int, realtime: bool) -> None:
+        pcm = tone(seconds, self.output_rate, hz)
+        chunk = self.output_rate * 2 * chunk_ms // 1000
+        for offset in range(0, len(pcm), chunk):
+            self._emit(
+                BidiAudioDeltaEvent(
+                    audio=base64.b64encode(pcm[offset : offset + chunk]).decode(),
+                    format="pcm",
+                    sample_rate=self.output_rate,
+                    channels=1,
+                    content_id=content_id,
+                )
+            )
+            await asyncio.sleep(chunk_ms / 1000 if realtime else 0)
+
+    def _transcript(self, text: str, role: str) -> None:
+        content_id = f"transcript-{next(self._content_ids)}"
+        self._emit(BidiTranscriptStartEvent(role=role, content_id=content_id))  # type: ignore[arg-type]
+        self._emit(BidiTranscriptDeltaEvent(delta=text, role=role, content_id=content_id))  # type: ignore[arg-type]
+        self._emit(BidiTranscriptStopEvent(role=role, content_id=content_id))  # type: ignore[arg-type]
