@@ -1,0 +1,63 @@
+"""Playback bookkeeping: what was sent, what was heard, and what a clear throws away."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from telephony.playback import MarkState, Playback
+
+
+async def drain(playback: Playback) -> list[dict]:
+    messages = []
+    while True:
+        try:
+            messages.append(json.loads(await asyncio.wait_for(playback.next_message(), 0.01)))
+        except TimeoutError:
+            return messages
+
+
+async def test_frames_and_progress_marks() -> None:
+    playback = Playback("MZ1", mark_interval_s=0.1)
+    assert playback.play(b"\x01" * 160 * 12 + b"\x02" * 100, utterance="u1") == 12  # partial frame ignored
+    end = playback.end_utterance("u1")
+    messages = await drain(playback)
+    kinds = [message["event"] for message in messages]
+    assert kinds.count("media") == 12
+    assert kinds.count("mark") == 3  # every 5 frames, then the end mark
+    assert messages[-1]["mark"]["name"] == end
+    assert not playback.idle and playback.pending_marks == 3
+    for message in messages:
+        if message["event"] == "mark":
+            playback.on_echo(message["mark"]["name"])
+    assert playback.idle
+    utterance = playback.utterances["u1"]
+    assert utterance.heard_in_full and abs(utterance.heard_seconds - 0.24) < 1e-9
+
+
+async def test_interrupt_flags_marks_cleared_before_their_echo() -> None:
+    playback = Playback("MZ1", mark_interval_s=0.1)
+    playback.play(b"\x01" * 160 * 20, utterance="u1")
+    first = await drain(playback)
+    first_mark = next(message["mark"]["name"] for message in first if message["event"] == "mark")
+    playback.on_echo(first_mark)  # the first 100 ms really played
+    playback.play(b"\x01" * 160 * 20, utterance="u1")  # more queued, not yet sent
+    dropped = playback.interrupt()
+    assert dropped == 20
+    rest = await drain(playback)
+    assert [message["event"] for message in rest] == ["clear"]
+    # Twilio echoes every pending mark on clear; none of them counts as heard.
+    for message in first:
+        if message["event"] == "mark" and message["mark"]["name"] != first_mark:
+            record = playback.on_echo(message["mark"]["name"])
+            assert record is not None and record.state is MarkState.CLEARED
+    utterance = playback.utterances["u1"]
+    assert utterance.interrupted and not utterance.heard_in_full
+    assert abs(utterance.heard_seconds - 0.1) < 1e-9
+    assert playback.idle
+
+
+async def test_queue_is_bounded() -> None:
+    playback = Playback("MZ1", max_queued_frames=10)
+    assert playback.play(b"\x00" * 160 * 15) == 10
+    assert playback.frames_dropped == 5
