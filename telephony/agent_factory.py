@@ -6,13 +6,13 @@ import asyncio
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, Union
+from typing import Any
 
 from strands.bidi import BidiAgent
 
 from .call_info import CallInfo
 
-AgentFactory = Callable[[CallInfo], Union[BidiAgent, Awaitable[BidiAgent]]]
+AgentFactory = Callable[[CallInfo], BidiAgent | Awaitable[BidiAgent]]
 
 
 class AgentFactoryError(RuntimeError):

@@ -1,47 +1,67 @@
 """The HTTP and WebSocket application Twilio talks to.
 
 - ``POST /twiml``: Twilio's voice webhook. Answers with TwiML that connects the call's audio to
-  ``wss://<public host>/media-stream``, passing From, To and CallSid as ``<Parameter>``s
-  (Twilio drops query strings from stream URLs). Nothing follows ``<Connect>``, so closing the
-  socket ends the call.
-- ``WS /media-stream``: one ``CallSession`` per connection.
+  ``wss://<public host>/media-stream``, passing From, To, CallSid and a call token as
+  ``<Parameter>``s (Twilio drops query strings from stream URLs). Nothing follows ``<Connect>``,
+  so closing the socket ends the call.
+- ``WS /media-stream``: one ``CallSession`` per connection, signature-checked before ``accept()``.
+- ``POST /status/call``, ``/status/stream``, ``/status/amd``: Twilio's status callbacks.
 - ``GET /health``: liveness and the number of calls in progress.
+
+With ``TWILIO_AUTH_TOKEN`` set, every request from Twilio must carry a valid signature.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import FormData
 from twilio.twiml.voice_response import Connect, Stream, VoiceResponse
 
 from .agent_factory import AgentFactory, load_agent_factory
-from .call_control import CallHangup, TwilioCallControl
+from .call_control import CallControlClient, TwilioCallControl
 from .config import Settings
+from .security import (
+    PARAMETER_NAME,
+    CallTokens,
+    public_url_for,
+    token_secret,
+    verify_http_signature,
+    verify_websocket_signature,
+)
 from .session import CallSession
 
 log = logging.getLogger(__name__)
 
 STREAM_PATH = "/media-stream"
 FORWARDED_PARAMETERS = ("From", "To", "CallSid")
+FORBIDDEN = Response(status_code=403, content="invalid or missing X-Twilio-Signature\n", media_type="text/plain")
 
 
-def stream_url(settings: Settings, request: Request) -> str:
+def stream_url(settings: Settings, request: Request | None = None) -> str:
     """``wss://`` URL of our media stream, from PUBLIC_URL or else the request's own host."""
-    host = settings.public_host or request.headers.get("x-forwarded-host") or request.headers.get("host")
-    if not host:
-        host = f"{settings.host}:{settings.port}"
-    return f"wss://{host}{STREAM_PATH}"
+    host = settings.public_host
+    if not host and request is not None:
+        host = request.headers.get("x-forwarded-host") or request.headers.get("host")
+    return f"wss://{host or f'{settings.host}:{settings.port}'}{STREAM_PATH}"
 
 
-def connect_twiml(url: str, parameters: dict[str, str]) -> str:
+def status_url(settings: Settings, kind: str) -> str | None:
+    """Where Twilio should post ``kind`` status callbacks (only known with PUBLIC_URL)."""
+    return public_url_for(settings.public_url, f"/status/{kind}") if settings.public_url else None
+
+
+def connect_twiml(url: str, parameters: Mapping[str, str], status_callback: str | None = None) -> str:
     """TwiML that streams the call to ``url``; the SDK builder escapes every value."""
     response = VoiceResponse()
     connect = Connect()
     stream = Stream(url=url)
+    if status_callback:
+        stream = Stream(url=url, status_callback=status_callback, status_callback_method="POST")
     for name, value in parameters.items():
         stream.parameter(name=name, value=value)
     connect.append(stream)
@@ -52,38 +72,110 @@ def connect_twiml(url: str, parameters: dict[str, str]) -> str:
 def create_app(
     settings: Settings,
     agent_factory: AgentFactory | None = None,
-    hangup: CallHangup | None = None,
+    call_control: CallControlClient | None = None,
+    tokens: CallTokens | None = None,
 ) -> FastAPI:
-    """Build the app. Tests pass fakes for the agent factory and the REST hang-up."""
+    """Build the app. Tests pass fakes for the agent factory and the REST client."""
     factory = agent_factory or load_agent_factory(settings.agent)
-    if hangup is None and settings.can_use_rest:
+    if call_control is None and settings.can_use_rest:
         assert settings.twilio_account_sid and settings.twilio_auth_token
-        hangup = TwilioCallControl(settings.twilio_account_sid, settings.twilio_auth_token)
+        call_control = TwilioCallControl(settings.twilio_account_sid, settings.twilio_auth_token)
+    if tokens is None and settings.verifies_twilio:
+        tokens = CallTokens(token_secret(settings.twilio_auth_token, settings.token_secret), settings.call_token_ttl_s)
+    if not settings.verifies_twilio:
+        log.warning(
+            "TWILIO_AUTH_TOKEN is not set: Twilio signatures are NOT verified; anyone who can reach "
+            "this server can start calls on your model account"
+        )
     sessions: set[CallSession] = set()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
-        close = getattr(hangup, "aclose", None)
+        close = getattr(call_control, "aclose", None)
         if close is not None:
             await close()
 
     app = FastAPI(title="voicebot", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.sessions = sessions
     app.state.settings = settings
+    app.state.tokens = tokens
+
+    async def verified_form(request: Request) -> FormData | None:
+        """The webhook's form fields, or None when the signature does not match (logged, no secrets)."""
+        form = await request.form()
+        if not settings.verifies_twilio:
+            return form
+        assert settings.public_url and settings.twilio_auth_token
+        url = public_url_for(settings.public_url, request.url.path, request.url.query)
+        signature = request.headers.get("x-twilio-signature")
+        if verify_http_signature(settings.twilio_auth_token, url, form.multi_items(), signature):
+            return form
+        client = request.client.host if request.client else "?"
+        why = "missing" if not signature else "invalid"
+        log.warning("rejected %s %s from %s: %s X-Twilio-Signature", request.method, request.url.path, client, why)
+        return None
 
     @app.post("/twiml")
     async def twiml(request: Request) -> Response:
-        form = await request.form()
-        parameters = {name: str(form[name]) for name in FORWARDED_PARAMETERS if isinstance(form.get(name), str)}
-        log.info("call=%s | incoming call from %s", parameters.get("CallSid", "?"), parameters.get("From", "?"))
-        body = connect_twiml(stream_url(settings, request), parameters)
+        form = await verified_form(request)
+        if form is None:
+            return FORBIDDEN
+        parameters = {name: value for name in FORWARDED_PARAMETERS if isinstance(value := form.get(name), str)}
+        call_sid = parameters.get("CallSid", "")
+        if tokens is not None and call_sid:
+            parameters[PARAMETER_NAME] = tokens.mint(call_sid)
+        log.info("call=%s | incoming call from %s", call_sid or "?", parameters.get("From", "?"))
+        body = connect_twiml(stream_url(settings, request), parameters, status_url(settings, "stream"))
         return Response(content=body, media_type="application/xml")
+
+    @app.post("/status/{kind}")
+    async def status(kind: str, request: Request) -> Response:
+        form = await verified_form(request)
+        if form is None:
+            return FORBIDDEN
+        call_sid = str(form.get("CallSid", "?"))
+        if kind == "call":
+            log.info(
+                "call=%s | call status %s (duration %ss)",
+                call_sid,
+                form.get("CallStatus"),
+                form.get("CallDuration", "-"),
+            )
+        elif kind == "stream":
+            log.info(
+                "call=%s | stream %s %s %s",
+                call_sid,
+                form.get("StreamSid"),
+                form.get("StreamEvent"),
+                form.get("StreamError", ""),
+            )
+        elif kind == "amd":
+            answered_by = str(form.get("AnsweredBy", "unknown"))
+            log.info("call=%s | answered by %s", call_sid, answered_by)
+            for session in sessions:
+                if session.call is not None and session.call.call_sid == call_sid:
+                    session.tell_agent(answered_by_note(answered_by))
+        else:
+            return Response(status_code=404)
+        return Response(status_code=204)
 
     @app.websocket(STREAM_PATH)
     async def media_stream(websocket: WebSocket) -> None:
+        if settings.verifies_twilio:
+            assert settings.public_url and settings.twilio_auth_token
+            signature = websocket.headers.get("x-twilio-signature")
+            if not verify_websocket_signature(settings.twilio_auth_token, settings.public_url, STREAM_PATH, signature):
+                client = websocket.client.host if websocket.client else "?"
+                log.warning(
+                    "rejected media stream from %s: %s X-Twilio-Signature",
+                    client,
+                    "invalid" if signature else "missing",
+                )
+                await websocket.close(code=1008)  # before accept(): the upgrade is refused with HTTP 403
+                return
         await websocket.accept()
-        session = CallSession(websocket, settings, factory, hangup)
+        session = CallSession(websocket, settings, factory, call_control, tokens=tokens)
         sessions.add(session)
         try:
             await session.run()
@@ -95,3 +187,15 @@ def create_app(
         return JSONResponse({"status": "ok", "calls": len(sessions)})
 
     return app
+
+
+def answered_by_note(answered_by: str) -> str:
+    """What the agent hears when answering-machine detection finishes."""
+    if answered_by.startswith("machine") or answered_by == "fax":
+        return (
+            f"Answering machine detection: this call was answered by a machine ({answered_by}). "
+            "Leave a short message, then end the call."
+        )
+    if answered_by == "human":
+        return "Answering machine detection: a person answered this call."
+    return "Answering machine detection was inconclusive: treat the callee as a person."

@@ -1,7 +1,8 @@
-"""Ending a call through Twilio's REST API.
+"""Acting on a live call through Twilio's REST API: hanging up and moving it elsewhere.
 
 ``calls(sid).update(status="completed")`` ends the call at once (cutting whatever audio Twilio
-still buffers), so the session only calls it after the goodbye's last mark has come back.
+still buffers), so the session only calls it after the goodbye's last mark has come back. The
+same holds for ``update(twiml=...)``, which a transfer uses to replace the stream with a ``<Dial>``.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import logging
 from typing import Protocol
 
 from twilio.base.exceptions import TwilioRestException
-from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.http import AsyncHttpClient
+from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.rest import Client
 
 log = logging.getLogger(__name__)
@@ -20,8 +21,10 @@ ALREADY_ENDED_CODES = {20404, 21220}
 """20404: resource not found; 21220: call is not in-progress. Both mean the call is already over."""
 
 
-class CallHangup(Protocol):
+class CallControlClient(Protocol):
     async def hang_up(self, call_sid: str) -> None: ...
+
+    async def redirect(self, call_sid: str, twiml: str) -> None: ...
 
 
 class TwilioCallControl:
@@ -49,6 +52,10 @@ class TwilioCallControl:
                 log.info("call=%s | already ended (Twilio %s)", call_sid, error.code or error.status)
                 return
             raise
+
+    async def redirect(self, call_sid: str, twiml: str) -> None:
+        """Replace what the call is doing (our stream) with ``twiml``, e.g. a ``<Dial>``."""
+        await self._rest().calls(call_sid).update_async(twiml=twiml)
 
     async def aclose(self) -> None:
         if self._client is not None and hasattr(self._client.http_client, "close"):

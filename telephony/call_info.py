@@ -12,7 +12,8 @@ class CallInfo:
     """One phone call, as known when its media stream starts.
 
     ``parameters`` holds every ``<Parameter>`` of the TwiML ``<Stream>`` (Twilio's
-    ``start.customParameters``), including the ones we add ourselves (From, To, CallSid).
+    ``start.customParameters``), including the ones we add ourselves (From, To, CallSid), but not
+    our internal ``voicebot*`` ones.
     """
 
     call_sid: str
@@ -24,7 +25,8 @@ class CallInfo:
 
     @classmethod
     def from_start(cls, start: Start) -> CallInfo:
-        params = start.custom_parameters
+        """Internal parameters (call tokens) are not passed on to the agent."""
+        params = {name: value for name, value in start.custom_parameters.items() if not name.startswith("voicebot")}
         return cls(
             call_sid=start.call_sid,
             stream_sid=start.stream_sid,

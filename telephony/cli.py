@@ -49,9 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def apply_overrides(settings: Settings, args: argparse.Namespace) -> Settings:
     """Command-line flags win over the environment."""
-    overrides = {
-        name: value for name in ("host", "port", "agent") if (value := getattr(args, name, None)) is not None
-    }
+    overrides = {name: value for name in ("host", "port", "agent") if (value := getattr(args, name, None)) is not None}
     settings = replace(settings, **overrides)
     validate(settings)
     return settings
@@ -70,9 +68,7 @@ def serve(settings: Settings) -> int:
     if not settings.public_url:
         log.warning("PUBLIC_URL is not set: stream URLs will use the Host header of each webhook request")
     if not settings.can_use_rest:
-        log.warning(
-            "TWILIO_ACCOUNT_SID/TWILIO_AUTH_TOKEN are not set: the bot hangs up by closing the media stream"
-        )
+        log.warning("TWILIO_ACCOUNT_SID/TWILIO_AUTH_TOKEN are not set: the bot hangs up by closing the media stream")
     app = create_app(settings, agent_factory=factory)
     log.info("listening on http://%s:%d (agent %s)", settings.host, settings.port, settings.agent)
     uvicorn.run(

@@ -7,6 +7,7 @@ the variable and how to fix it. Secrets never appear in ``repr`` or logs.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -14,6 +15,7 @@ from urllib.parse import urlsplit
 
 DEFAULT_AGENT = "agent.factory:create_agent"
 MODEL_PROVIDERS = ("nova", "openai", "gemini")
+_E164 = re.compile(r"\+[1-9][0-9]{7,14}")
 
 
 class ConfigError(ValueError):
@@ -29,6 +31,10 @@ class Settings:
     # Twilio account (optional: without it, hang-up closes the socket instead of calling REST).
     twilio_account_sid: str | None = None
     twilio_auth_token: str | None = field(default=None, repr=False)
+    twilio_phone_number: str | None = None
+    token_secret: str | None = field(default=None, repr=False)
+    call_token_ttl_s: float = 120.0
+    transfer_to: str | None = None
     # The agent.
     agent: str = DEFAULT_AGENT
     model: str = "nova"
@@ -55,6 +61,11 @@ class Settings:
     def can_use_rest(self) -> bool:
         return bool(self.twilio_account_sid and self.twilio_auth_token)
 
+    @property
+    def verifies_twilio(self) -> bool:
+        """Signatures and call tokens are checked whenever the auth token is known."""
+        return bool(self.twilio_auth_token)
+
 
 _ENV_NAMES: dict[str, str] = {
     "public_url": "PUBLIC_URL",
@@ -62,6 +73,10 @@ _ENV_NAMES: dict[str, str] = {
     "port": "VOICEBOT_PORT",
     "twilio_account_sid": "TWILIO_ACCOUNT_SID",
     "twilio_auth_token": "TWILIO_AUTH_TOKEN",
+    "twilio_phone_number": "TWILIO_PHONE_NUMBER",
+    "token_secret": "VOICEBOT_TOKEN_SECRET",
+    "call_token_ttl_s": "VOICEBOT_CALL_TOKEN_TTL",
+    "transfer_to": "VOICEBOT_TRANSFER_TO",
     "agent": "VOICEBOT_AGENT",
     "model": "VOICEBOT_MODEL",
     "model_id": "VOICEBOT_MODEL_ID",
@@ -136,7 +151,26 @@ def validate(settings: Settings) -> None:
         raise ConfigError(f"{missing} is not set: set both TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN, or neither")
     if settings.twilio_account_sid and not settings.twilio_account_sid.startswith("AC"):
         raise ConfigError("TWILIO_ACCOUNT_SID must start with 'AC' (find it on the Twilio console's home page)")
-    for name in ("start_timeout_s", "agent_start_timeout_s", "hangup_grace_s", "hangup_mark_timeout_s"):
+    if settings.twilio_auth_token and not settings.public_url:
+        raise ConfigError(
+            "PUBLIC_URL is not set: Twilio signs requests over the public URL, so they cannot be verified "
+            "without it (set it to your https:// ngrok or load-balancer address)"
+        )
+    if settings.twilio_phone_number and not _E164.fullmatch(settings.twilio_phone_number):
+        raise ConfigError(
+            f"TWILIO_PHONE_NUMBER={settings.twilio_phone_number!r} is not in E.164 form: write it like +15551234567"
+        )
+    if settings.transfer_to and not (_E164.fullmatch(settings.transfer_to) or settings.transfer_to.startswith("sip:")):
+        raise ConfigError(
+            f"VOICEBOT_TRANSFER_TO={settings.transfer_to!r} must be an E.164 number (+15551234567) or a sip: URI"
+        )
+    for name in (
+        "start_timeout_s",
+        "agent_start_timeout_s",
+        "hangup_grace_s",
+        "hangup_mark_timeout_s",
+        "call_token_ttl_s",
+    ):
         if getattr(settings, name) <= 0:
             raise ConfigError(f"{_ENV_NAMES[name]} must be greater than 0 (seconds)")
     if not 100 <= settings.inbound_buffer_ms <= 60_000:

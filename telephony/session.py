@@ -35,11 +35,12 @@ from strands.bidi.types import (
     BidiToolUseBlocksEvent,
     BidiTranscriptBlockEvent,
 )
+from twilio.twiml.voice_response import Dial, VoiceResponse
 
 from agent.tools import CALL_CONTROL_KEY
 
 from .agent_factory import AgentFactory, build_agent
-from .call_control import CallHangup
+from .call_control import CallControlClient
 from .call_info import CallInfo
 from .codec import InboundAudio, OutboundAudio
 from .config import Settings
@@ -48,9 +49,12 @@ from .logs import CallLog
 from .model_guard import guard_model_stream
 from .playback import FRAME_SECONDS, MarkState, Playback
 from .protocol import Connected, Dtmf, Mark, Media, ProtocolError, Start, Stop, UnknownEvent, parse_message
+from .security import PARAMETER_NAME, CallTokens, TokenError
 
 log = logging.getLogger(__name__)
 
+DIAL_PARAMETER = "voicebotDial"
+"""``<Parameter>`` naming an outbound call placed by ``voicebot call``: its token is bound to it."""
 APOLOGY_CLIP = Path(__file__).parent / "assets" / "apology.ulaw"
 DEFAULT_MODEL_RATE = 16000
 AGENT_STOP_TIMEOUT_S = 5.0
@@ -80,13 +84,15 @@ class CallSession:
         websocket: WebSocket,
         settings: Settings,
         agent_factory: AgentFactory,
-        hangup: CallHangup | None = None,
+        call_control: CallControlClient | None = None,
         apology: bytes | None = None,
+        tokens: CallTokens | None = None,
     ) -> None:
         self._ws = websocket
         self._settings = settings
         self._agent_factory = agent_factory
-        self._hangup = hangup
+        self._rest = call_control
+        self._tokens = tokens
         self._apology = apology if apology is not None else load_apology()
         self.stats = CallStats()
         self.call: CallInfo | None = None
@@ -114,7 +120,7 @@ class CallSession:
         self._loop = asyncio.get_running_loop()
         try:
             start = await self._wait_for_start()
-            if start is None:
+            if start is None or not self._admit(start):
                 return
             self._begin(start)
             self._spawn(self._write_loop(), "writer")
@@ -126,9 +132,18 @@ class CallSession:
 
     def end_call(self, reason: str) -> None:
         """``CallControl`` for tools: hang up after what has been said is heard. Thread-safe."""
-        if self._loop is None:
-            return
-        self._loop.call_soon_threadsafe(self._arm_goodbye, reason)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._arm_goodbye, reason)
+
+    def transfer_call(self, destination: str, reason: str) -> None:
+        """``CallControl`` for tools: move the call to ``destination`` once the hand-off line is heard."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._arm_goodbye, reason, destination)
+
+    def tell_agent(self, text: str) -> None:
+        """Give the agent a piece of text about the call (a keypress, answering-machine detection)."""
+        if self._inbound is not None:
+            self._inbound.put_text(text)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         task = asyncio.create_task(coroutine, name=f"{name}:{self.call.call_sid if self.call else '-'}")
@@ -208,13 +223,29 @@ class CallSession:
             log.warning("no 'start' within %.0fs: closing the socket", self._settings.start_timeout_s)
             return None
 
+    def _admit(self, start: Start) -> bool:
+        """Check the call token minted by ``/twiml``: a replayed or forged stream is closed here."""
+        if self._tokens is None:
+            return True
+        params = start.custom_parameters
+        dial_id = params.get(DIAL_PARAMETER)
+        subject = f"dial:{dial_id}" if dial_id else start.call_sid
+        try:
+            self._tokens.verify(params.get(PARAMETER_NAME), subject)
+        except TokenError as error:
+            log.warning("call=%s | stream refused: call token %s", start.call_sid, error.reason)
+            return False
+        return True
+
     def _begin(self, start: Start) -> None:
         self.call = CallInfo.from_start(start)
         self._log = CallLog(log, start.call_sid)
         if start.media_format.encoding != "audio/x-mulaw" or start.media_format.sample_rate != 8000:
             self._log.warning("unexpected media format %s; treating audio as μ-law 8 kHz", start.media_format)
         self.playback = Playback(start.stream_sid, mark_interval_s=self._settings.mark_interval_ms / 1000)
-        self._log.info("call started | stream=%s from=%s to=%s", start.stream_sid, self.call.from_number, self.call.to_number)
+        self._log.info(
+            "call started | stream=%s from=%s to=%s", start.stream_sid, self.call.from_number, self.call.to_number
+        )
 
     async def _receive_text(self) -> str | None:
         """Next text frame, or None once the socket is closed. Binary frames are not protocol."""
@@ -271,8 +302,7 @@ class CallSession:
             self._on_mark(message.name)
         elif isinstance(message, Dtmf):
             self._log.info("caller pressed %s", message.digit)
-            if self._inbound is not None:
-                self._inbound.put_text(f"The caller pressed {message.digit} on their keypad.")
+            self.tell_agent(f"The caller pressed {message.digit} on their keypad.")
         elif isinstance(message, UnknownEvent):
             self._log.info("ignoring unknown event %r", message.event)
         elif isinstance(message, (Start, Connected)):
@@ -434,16 +464,17 @@ class CallSession:
 
     # --- ending the call ---------------------------------------------------------------------------
 
-    def _arm_goodbye(self, reason: str) -> None:
-        """Hang up once the goodbye has been heard (its last mark echoed), not before."""
+    def _arm_goodbye(self, reason: str, transfer_to: str | None = None) -> None:
+        """Hang up (or transfer) once the last words have been heard (their mark echoed), not before."""
         if self._goodbye is not None or self._ended.is_set() or self._failing or self.playback is None:
             return
-        self._log.info("hang-up requested (%s): waiting for the goodbye to play", reason)
+        action = f"transfer to {transfer_to}" if transfer_to else "hang-up"
+        self._log.info("%s requested (%s): waiting for the bot's last words to play", action, reason)
         self.playback.mark("goodbye")
-        self._goodbye = self._spawn(self._goodbye_watch(reason), "goodbye")
+        self._goodbye = self._spawn(self._goodbye_watch(reason, transfer_to), "goodbye")
 
-    async def _goodbye_watch(self, reason: str) -> None:
-        """Hang up after ``hangup_grace_s`` of idle playback, or at the cap if marks never return."""
+    async def _goodbye_watch(self, reason: str, transfer_to: str | None = None) -> None:
+        """Act after ``hangup_grace_s`` of idle playback, or at the cap if marks never return."""
         assert self.playback is not None
         grace = self._settings.hangup_grace_s
         idle_since: float | None = None
@@ -462,7 +493,27 @@ class CallSession:
                 break
             await asyncio.sleep(_WATCH_INTERVAL_S)
         self._goodbye = None
-        await self._hang_up(f"agent ended the call ({reason})", by="agent")
+        if transfer_to is not None:
+            await self._transfer(transfer_to, reason)
+        else:
+            await self._hang_up(f"agent ended the call ({reason})", by="agent")
+
+    async def _transfer(self, destination: str, reason: str) -> None:
+        """Replace our stream with a ``<Dial>``; if Twilio refuses, the agent hears why and goes on."""
+        assert self.call is not None
+        if self._rest is None:
+            self.tell_agent("The transfer failed: this server has no Twilio credentials. Tell the caller.")
+            return
+        try:
+            await asyncio.wait_for(
+                self._rest.redirect(self.call.call_sid, dial_twiml(destination)), HANGUP_REST_TIMEOUT_S
+            )
+        except Exception as error:  # noqa: BLE001 - the call goes on with the agent
+            self._log.warning("transfer to %s failed: %r", destination, error)
+            self.tell_agent("The transfer failed and the caller is still with you. Apologise and offer other help.")
+            return
+        self._log.info("call transferred to %s (%s)", destination, reason)
+        self._end(f"transferred to {destination}", by="agent")
 
     def _fail(self, reason: str, error: BaseException | None = None) -> None:
         """The agent is gone: apologise to the caller, then hang up. Idempotent."""
@@ -495,12 +546,24 @@ class CallSession:
             return
         self._hanging_up = True
         self._log.info("hanging up: %s", reason)
-        if self._hangup is not None and self.call is not None:
+        if self._rest is not None and self.call is not None:
             try:
-                await asyncio.wait_for(self._hangup.hang_up(self.call.call_sid), HANGUP_REST_TIMEOUT_S)
+                await asyncio.wait_for(self._rest.hang_up(self.call.call_sid), HANGUP_REST_TIMEOUT_S)
             except Exception as error:  # noqa: BLE001 - closing the socket still ends the call
                 self._log.warning("REST hang-up failed (%r): closing the socket instead", error)
         self._end(reason, by=by)
+
+
+def dial_twiml(destination: str) -> str:
+    """TwiML that connects the caller to a phone number or a SIP URI."""
+    response = VoiceResponse()
+    dial = Dial()
+    if destination.startswith("sip:"):
+        dial.sip(destination)
+    else:
+        dial.number(destination)
+    response.append(dial)
+    return str(response)
 
 
 def model_rates(agent: BidiAgent) -> tuple[int, int]:
@@ -524,4 +587,4 @@ def load_apology() -> bytes:
     return clip[: len(clip) - len(clip) % 160]
 
 
-__all__ = ["CallSession", "CallStats", "FRAME_SECONDS", "model_rates"]
+__all__ = ["FRAME_SECONDS", "CallSession", "CallStats", "model_rates"]

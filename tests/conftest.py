@@ -19,7 +19,7 @@ from telephony.call_info import CallInfo
 from telephony.config import Settings
 
 from .fakes.model import ScriptedModel, Step
-from .fakes.rest import FakeHangup
+from .fakes.rest import FakeCallControl
 from .fakes.twilio import FakeTwilioCall
 
 # boto3 must never probe the instance-metadata address; tests touch no network but loopback.
@@ -41,7 +41,7 @@ class Harness:
 
     base: str
     app: Any
-    hangup: FakeHangup | None
+    hangup: FakeCallControl | None
     models: list[ScriptedModel] = field(default_factory=list)
     calls: list[CallInfo] = field(default_factory=list)
 
@@ -82,7 +82,7 @@ ModelMaker = Callable[[], ScriptedModel]
 async def harness(
     script: list[Step] | ModelMaker,
     settings: Settings = TEST_SETTINGS,
-    hangup: FakeHangup | None = None,
+    hangup: FakeCallControl | None = None,
     **settings_overrides: Any,
 ) -> AsyncIterator[Harness]:
     """A server whose agent factory builds a ``ScriptedModel`` per call."""
@@ -95,7 +95,7 @@ async def harness(
         state["h"].calls.append(call)
         return BidiAgent(model=model, tools=[end_conversation], system_prompt="test")
 
-    app = create_app(settings, agent_factory=factory, hangup=hangup)
+    app = create_app(settings, agent_factory=factory, call_control=hangup)
     async with serve(app) as base:
         state["h"] = Harness(base=base, app=app, hangup=hangup)
         yield state["h"]

@@ -29,10 +29,14 @@ from .fakes.model import (
     WaitForAudio,
     WaitForText,
 )
-from .fakes.rest import FakeHangup
+from .fakes.rest import FakeCallControl
 
 DATA = Path(__file__).parent / "data"
-ALLOWED_KEYS = {"media": {"event", "streamSid", "media"}, "mark": {"event", "streamSid", "mark"}, "clear": {"event", "streamSid"}}
+ALLOWED_KEYS = {
+    "media": {"event", "streamSid", "media"},
+    "mark": {"event", "streamSid", "mark"},
+    "clear": {"event", "streamSid"},
+}
 
 
 async def settle_tasks(baseline: set[asyncio.Task], timeout: float = 3.0) -> set[asyncio.Task]:
@@ -134,7 +138,7 @@ async def test_barge_in_clears_twilio_and_nothing_stale_follows() -> None:
 
 
 async def test_goodbye_is_heard_in_full_then_rest_hangup() -> None:
-    hangup = FakeHangup()
+    hangup = FakeCallControl()
     script = [Say("Goodbye!", 1.0, tone_hz=1000), CallTool("end_conversation", {"reason": "caller said bye"}), Hold()]
     async with harness(script, hangup=hangup) as h:
         async with h.caller() as call:
@@ -168,7 +172,7 @@ async def test_goodbye_without_rest_credentials_closes_the_socket() -> None:
 
 
 async def test_caller_talking_over_the_goodbye_keeps_the_call() -> None:
-    hangup = FakeHangup()
+    hangup = FakeCallControl()
     script = [
         Say("Goodbye then", 2.0, tone_hz=1000),
         CallTool("end_conversation", {"reason": "bye"}),
@@ -189,7 +193,7 @@ async def test_caller_talking_over_the_goodbye_keeps_the_call() -> None:
 
 
 async def test_rest_failure_falls_back_to_closing_the_socket() -> None:
-    hangup = FakeHangup(error=RuntimeError("Twilio is down"))
+    hangup = FakeCallControl(error=RuntimeError("Twilio is down"))
     script = [Say("Bye", 0.4, tone_hz=1000), CallTool("end_conversation", {"reason": "done"}), Hold()]
     async with harness(script, hangup=hangup) as h:
         async with h.caller() as call:
@@ -220,7 +224,7 @@ async def test_caller_hangs_up_mid_utterance_and_nothing_leaks() -> None:
 # --- failures ---------------------------------------------------------------------------------------
 
 
-async def _assert_apology_then_hangup(h, hangup: FakeHangup) -> None:
+async def _assert_apology_then_hangup(h, hangup: FakeCallControl) -> None:
     apology = load_apology()
     async with h.caller() as call:
         await call.connect()
@@ -234,7 +238,7 @@ async def _assert_apology_then_hangup(h, hangup: FakeHangup) -> None:
 
 
 async def test_agent_failing_mid_call_apologises_and_hangs_up() -> None:
-    hangup = FakeHangup()
+    hangup = FakeCallControl()
     script = [Say("hi", 0.3, tone_hz=1000), WaitForAudio(0.3), Fail(RuntimeError("model exploded")), Hold()]
     async with harness(script, hangup=hangup) as h:
         await _assert_apology_then_hangup(h, hangup)
@@ -242,23 +246,25 @@ async def test_agent_failing_mid_call_apologises_and_hangs_up() -> None:
 
 
 async def test_agent_failing_to_start_apologises_and_hangs_up(caplog: pytest.LogCaptureFixture) -> None:
-    hangup = FakeHangup()
+    hangup = FakeCallControl()
     caplog.set_level(logging.INFO, logger="telephony")
     maker = lambda: ScriptedModel([Hold()], fail_start=ConnectionError("no credentials"))  # noqa: E731
     async with harness(maker, hangup=hangup) as h:
         await _assert_apology_then_hangup(h, hangup)
-    assert any("agent failed to start" in record.getMessage() and "call=CA" in record.getMessage() for record in caplog.records)
+    assert any(
+        "agent failed to start" in record.getMessage() and "call=CA" in record.getMessage() for record in caplog.records
+    )
 
 
 async def test_agent_start_timeout_apologises() -> None:
-    hangup = FakeHangup()
+    hangup = FakeCallControl()
     maker = lambda: ScriptedModel([Hold()], start_delay=30)  # noqa: E731
     async with harness(maker, hangup=hangup, agent_start_timeout_s=0.5) as h:
         await _assert_apology_then_hangup(h, hangup)
 
 
 async def test_model_stream_closing_silently_does_not_leave_the_caller_hanging() -> None:
-    hangup = FakeHangup()
+    hangup = FakeCallControl()
     async with harness([Say("hi", 0.2, tone_hz=1000), WaitForAudio(0.2), CloseSilently()], hangup=hangup) as h:
         await _assert_apology_then_hangup(h, hangup)
 

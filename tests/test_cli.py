@@ -20,21 +20,27 @@ def test_serve_flags_override_the_environment() -> None:
     assert (settings.host, settings.port, settings.agent) == ("0.0.0.0", 9001, "mypkg.bot:make")
 
 
-def test_bad_configuration_exits_with_the_variable_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_configuration_exits_with_the_variable_named(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("VOICEBOT_PORT", "not-a-port")
     assert main(["serve"]) == 2
     assert "VOICEBOT_PORT" in capsys.readouterr().err
 
 
-def test_unknown_agent_factory_exits_with_a_hint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_agent_factory_exits_with_a_hint(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["serve", "--agent", "no_such_module_xyz:make"]) == 2
     assert "cannot import 'no_such_module_xyz'" in capsys.readouterr().err
 
 
 def test_console_script_is_installed() -> None:
-    result = subprocess.run([sys.executable, "-m", "telephony.cli", "serve", "--help"], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "telephony.cli", "serve", "--help"], capture_output=True, text=True, check=True
+    )
     assert "--agent" in result.stdout and "MODULE:FUNCTION" in result.stdout
 
 
@@ -54,5 +60,5 @@ async def test_factories_may_be_async_and_must_return_a_bidi_agent() -> None:
     async def wrong(_: CallInfo) -> object:
         return object()
 
-    with pytest.raises(AgentFactoryError, match="expected strands.bidi.BidiAgent"):
+    with pytest.raises(AgentFactoryError, match=r"expected strands\.bidi\.BidiAgent"):
         await build_agent(wrong, call)  # type: ignore[arg-type]

@@ -23,6 +23,8 @@ def test_reads_the_environment() -> None:
             "VOICEBOT_PORT": "9000",
             "TWILIO_ACCOUNT_SID": "AC123",
             "TWILIO_AUTH_TOKEN": "tok",
+            "TWILIO_PHONE_NUMBER": "+15551234567",
+            "VOICEBOT_TRANSFER_TO": "sip:desk@example.com",
             "VOICEBOT_HANGUP_GRACE": "0.25",
             "VOICEBOT_MODEL": "openai",
         }
@@ -32,8 +34,16 @@ def test_reads_the_environment() -> None:
 
 
 def test_secrets_stay_out_of_repr() -> None:
-    settings = load_settings({"TWILIO_ACCOUNT_SID": "AC123", "TWILIO_AUTH_TOKEN": "super-secret"})
-    assert "super-secret" not in repr(settings)
+    settings = load_settings(
+        {
+            "TWILIO_ACCOUNT_SID": "AC123",
+            "TWILIO_AUTH_TOKEN": "super-secret",
+            "VOICEBOT_TOKEN_SECRET": "also-secret",
+            "PUBLIC_URL": "https://x.example",
+        }
+    )
+    assert "super-secret" not in repr(settings) and "also-secret" not in repr(settings)
+    assert settings.verifies_twilio
 
 
 @pytest.mark.parametrize(
@@ -48,6 +58,9 @@ def test_secrets_stay_out_of_repr() -> None:
         ({"TWILIO_ACCOUNT_SID": "XX1", "TWILIO_AUTH_TOKEN": "x"}, "TWILIO_ACCOUNT_SID must start"),
         ({"VOICEBOT_AGENT": "no_colon"}, "VOICEBOT_AGENT"),
         ({"VOICEBOT_HANGUP_GRACE": "0"}, "VOICEBOT_HANGUP_GRACE"),
+        ({"TWILIO_ACCOUNT_SID": "AC1", "TWILIO_AUTH_TOKEN": "x"}, "PUBLIC_URL is not set"),
+        ({"TWILIO_PHONE_NUMBER": "555-1234"}, "TWILIO_PHONE_NUMBER"),
+        ({"VOICEBOT_TRANSFER_TO": "front desk"}, "VOICEBOT_TRANSFER_TO"),
     ],
 )
 def test_bad_values_name_the_variable(environ: dict[str, str], names: str) -> None:

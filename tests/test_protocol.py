@@ -65,22 +65,45 @@ def test_start_without_custom_parameters(parameters: object) -> None:
 
 
 def test_key_order_and_unknown_fields_do_not_matter() -> None:
-    data = {"streamSid": SID, "media": {"payload": "//8=", "timestamp": "155", "chunk": "2", "track": "inbound", "new": 1}, "sequenceNumber": "3", "event": "media", "extra": True}
+    data = {
+        "streamSid": SID,
+        "media": {"payload": "//8=", "timestamp": "155", "chunk": "2", "track": "inbound", "new": 1},
+        "sequenceNumber": "3",
+        "event": "media",
+        "extra": True,
+    }
     message = parse_message(json.dumps(data))
-    assert message == Media(stream_sid=SID, sequence_number=3, track="inbound", chunk=2, timestamp=155, payload=b"\xff\xff")
+    assert message == Media(
+        stream_sid=SID, sequence_number=3, track="inbound", chunk=2, timestamp=155, payload=b"\xff\xff"
+    )
 
 
 def test_integers_are_tolerated_where_twilio_sends_strings() -> None:
-    data = {"event": "media", "streamSid": SID, "sequenceNumber": 3, "media": {"payload": "", "chunk": 2, "timestamp": 155}}
+    data = {
+        "event": "media",
+        "streamSid": SID,
+        "sequenceNumber": 3,
+        "media": {"payload": "", "chunk": 2, "timestamp": 155},
+    }
     message = parse_message(json.dumps(data))
     assert isinstance(message, Media) and message.chunk == 2 and message.payload == b""
 
 
 def test_mark_dtmf_stop() -> None:
-    assert parse_message(json.dumps({"event": "mark", "sequenceNumber": "4", "streamSid": SID, "mark": {"name": "end-1"}})) == Mark(SID, 4, "end-1")
-    dtmf = parse_message(json.dumps({"event": "dtmf", "streamSid": SID, "sequenceNumber": "5", "dtmf": {"track": "inbound_track", "digit": "#"}}))
+    assert parse_message(
+        json.dumps({"event": "mark", "sequenceNumber": "4", "streamSid": SID, "mark": {"name": "end-1"}})
+    ) == Mark(SID, 4, "end-1")
+    dtmf = parse_message(
+        json.dumps(
+            {"event": "dtmf", "streamSid": SID, "sequenceNumber": "5", "dtmf": {"track": "inbound_track", "digit": "#"}}
+        )
+    )
     assert dtmf == Dtmf(SID, 5, "inbound_track", "#")
-    stop = parse_message(json.dumps({"event": "stop", "sequenceNumber": "6", "streamSid": SID, "stop": {"accountSid": "AC1", "callSid": "CA1"}}))
+    stop = parse_message(
+        json.dumps(
+            {"event": "stop", "sequenceNumber": "6", "streamSid": SID, "stop": {"accountSid": "AC1", "callSid": "CA1"}}
+        )
+    )
     assert stop == Stop(SID, 6, "AC1", "CA1")
 
 

@@ -121,7 +121,7 @@ _END = object()
 
 
 def tone(seconds: float, rate: int, hz: float, amplitude: float = 0.3) -> bytes:
-    samples = np.arange(int(round(seconds * rate)))
+    samples = np.arange(round(seconds * rate))
     wave = amplitude * 32767 * np.sin(2 * math.pi * hz * samples / rate)
     return wave.astype("<i2").tobytes()
 
@@ -224,7 +224,8 @@ class ScriptedModel(BidiModel):
         self._queue.put_nowait(event)
 
     async def _run_script(self) -> None:
-        for self.step_index, step in enumerate(self.script):
+        for index, step in enumerate(self.script):
+            self.step_index = index
             await self._run_step(step)
         self.step_index = len(self.script)
 

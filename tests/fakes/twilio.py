@@ -135,7 +135,7 @@ class FakeTwilioCall:
                 await asyncio.sleep(max(0.0, due - time.monotonic()))
 
     async def silence(self, seconds: float) -> None:
-        await self.stream(ULAW_SILENCE * int(round(seconds / FRAME_SECONDS)))
+        await self.stream(ULAW_SILENCE * round(seconds / FRAME_SECONDS))
 
     async def dtmf(self, digit: str) -> None:
         await self.send(
@@ -191,10 +191,10 @@ class FakeTwilioCall:
         elif event == "mark":
             self._play_queue.append(("mark", message["mark"]["name"]))
         elif event == "clear":
-            pending = [name for kind, name in self._play_queue if kind == "mark"]
+            # Every pending mark is echoed at once, ahead of anything queued after the clear.
+            pending = [("mark", name) for kind, name in self._play_queue if kind == "mark"]
             self._play_queue.clear()
-            for name in pending:
-                asyncio.create_task(self._echo(name))
+            self._play_queue.extend(pending)
         self._play_ready.set()
 
     async def _player(self) -> None:
