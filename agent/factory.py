@@ -13,16 +13,21 @@ from telephony.config import Settings, load_settings
 
 from .models import create_model
 from .prompt import system_prompt
-from .tools import end_conversation
+from .tools import end_conversation, transfer_tool
 
 
 def create_agent(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
     """A phone agent on the configured model, with the hang-up tool."""
     settings = settings or load_settings()
-    prompt = settings.system_prompt or system_prompt(call.from_number, call.parameters.get("purpose", ""))
+    prompt = settings.system_prompt or system_prompt(
+        call.from_number, call.parameters.get("purpose", ""), can_transfer=bool(settings.transfer_to)
+    )
+    tools = [end_conversation]
+    if settings.transfer_to:
+        tools.append(transfer_tool(settings.transfer_to))
     return BidiAgent(
         model=create_model(settings),
-        tools=[end_conversation],
+        tools=tools,
         system_prompt=prompt,
         name="voicebot",
     )

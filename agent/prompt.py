@@ -10,11 +10,15 @@ Phone audio is noisy: if you did not understand, say so and ask again.
 When the caller says goodbye or the conversation is complete, say a short goodbye first and then
 call the end_conversation tool. Do not say anything after calling it.
 """
+TRANSFER_PROMPT = """\
+If the caller asks for a person, or needs help you cannot give, say in one short sentence that you
+are transferring them, then call the transfer_call tool.
+"""
 
 
-def system_prompt(from_number: str = "", purpose: str = "") -> str:
+def system_prompt(from_number: str = "", purpose: str = "", can_transfer: bool = False) -> str:
     """The prompt for one call; ``purpose`` comes from a ``<Parameter name="purpose">`` if set."""
-    prompt = PHONE_PROMPT
+    prompt = PHONE_PROMPT + (TRANSFER_PROMPT if can_transfer else "")
     if purpose:
         prompt += f"\nThe purpose of this call: {purpose}\n"
     return prompt

@@ -21,6 +21,9 @@ class CallControl(Protocol):
     def end_call(self, reason: str) -> None:
         """Hang up once everything the bot has said so far has been heard."""
 
+    def transfer_call(self, destination: str, reason: str) -> None:
+        """Move the call to ``destination`` once everything said so far has been heard."""
+
 
 def call_control(tool_context: ToolContext) -> CallControl | None:
     """The current call's controls, or None when the agent is not on a call."""
@@ -45,3 +48,32 @@ async def end_conversation(reason: str, tool_context: ToolContext) -> dict[str, 
         "status": "success",
         "content": [{"text": "The call will end as soon as your goodbye has played. Do not say anything more."}],
     }
+
+
+def transfer_tool(destination: str) -> Any:
+    """A ``transfer_call`` tool bound to one destination (E.164 number or ``sip:`` URI).
+
+    Opt-in: the default agent adds it only when VOICEBOT_TRANSFER_TO is set, so a model can never
+    dial a number of its own choosing.
+    """
+
+    @tool(name="transfer_call", context=True)
+    async def transfer_call(reason: str, tool_context: ToolContext) -> dict[str, Any]:
+        """Transfer the caller to a human colleague. First tell the caller, in one short sentence, that
+        you are transferring them; the transfer happens once that sentence has been heard.
+
+        Use when the caller asks for a person or needs help you cannot give.
+
+        Args:
+            reason: Why the caller is being transferred, in a few words (for the call log).
+        """
+        control = call_control(tool_context)
+        if control is None:
+            return {"status": "error", "content": [{"text": "Not on a phone call: there is no call to transfer."}]}
+        control.transfer_call(destination, reason)
+        return {
+            "status": "success",
+            "content": [{"text": "The caller will be transferred as soon as your hand-off sentence has played."}],
+        }
+
+    return transfer_call

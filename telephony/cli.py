@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import sys
 from collections.abc import Sequence
@@ -25,6 +26,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="interface to listen on (env VOICEBOT_HOST, default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (env VOICEBOT_PORT, default 8080)")
     serve.add_argument(
+        "--allow-unsigned",
+        action="store_true",
+        help="for local testing only: listen on a non-loopback address without TWILIO_AUTH_TOKEN "
+        "(requests from Twilio are then NOT verified)",
+    )
+    serve.add_argument(
         "--agent",
         metavar="MODULE:FUNCTION",
         help="agent factory taking a telephony.CallInfo and returning a BidiAgent "
@@ -43,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(settings.log_level)
     if args.command == "serve":
-        return serve(settings)
+        return serve(settings, allow_unsigned=args.allow_unsigned)
     return 2
 
 
@@ -55,10 +62,42 @@ def apply_overrides(settings: Settings, args: argparse.Namespace) -> Settings:
     return settings
 
 
-def serve(settings: Settings) -> int:
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def unsigned_refusal(settings: Settings, allow_unsigned: bool) -> str | None:
+    """Why the server must not start: unverified requests on a reachable address (else None)."""
+    if settings.verifies_twilio or is_loopback(settings.host):
+        return None
+    if allow_unsigned:
+        log.warning(
+            "!!! --allow-unsigned: listening on %s WITHOUT verifying Twilio signatures. Anyone who can "
+            "reach this address can open calls on your model account. Use this for local testing only. !!!",
+            settings.host,
+        )
+        return None
+    return (
+        f"TWILIO_AUTH_TOKEN is not set: requests cannot be verified, so the server will not listen on "
+        f"{settings.host}. Set TWILIO_AUTH_TOKEN (and PUBLIC_URL), listen on 127.0.0.1, or pass "
+        "--allow-unsigned for local testing."
+    )
+
+
+def serve(settings: Settings, allow_unsigned: bool = False) -> int:
     import uvicorn
 
     from .app import create_app
+
+    refusal = unsigned_refusal(settings, allow_unsigned)
+    if refusal:
+        print(f"voicebot: {refusal}", file=sys.stderr)
+        return 2
 
     try:
         factory = load_agent_factory(settings.agent)

@@ -83,6 +83,7 @@ async def harness(
     script: list[Step] | ModelMaker,
     settings: Settings = TEST_SETTINGS,
     hangup: FakeCallControl | None = None,
+    tools: list[Any] | None = None,
     **settings_overrides: Any,
 ) -> AsyncIterator[Harness]:
     """A server whose agent factory builds a ``ScriptedModel`` per call."""
@@ -93,7 +94,7 @@ async def harness(
         model = script() if callable(script) else ScriptedModel(list(script))
         state["h"].models.append(model)
         state["h"].calls.append(call)
-        return BidiAgent(model=model, tools=[end_conversation], system_prompt="test")
+        return BidiAgent(model=model, tools=[end_conversation, *(tools or [])], system_prompt="test")
 
     app = create_app(settings, agent_factory=factory, call_control=hangup)
     async with serve(app) as base:
