@@ -14,13 +14,12 @@ With ``TWILIO_AUTH_TOKEN`` set, every request from Twilio must carry a valid sig
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import FormData
-from twilio.twiml.voice_response import Connect, Stream, VoiceResponse
 
 from .agent_factory import AgentFactory, load_agent_factory
 from .call_control import CallControlClient, TwilioCallControl
@@ -32,8 +31,10 @@ from .security import (
     token_secret,
     verify_http_signature,
     verify_websocket_signature,
+    websocket_url,
 )
 from .session import CallSession
+from .twiml import connect_twiml
 
 log = logging.getLogger(__name__)
 
@@ -44,29 +45,15 @@ FORBIDDEN = Response(status_code=403, content="invalid or missing X-Twilio-Signa
 
 def stream_url(settings: Settings, request: Request | None = None) -> str:
     """``wss://`` URL of our media stream, from PUBLIC_URL or else the request's own host."""
-    host = settings.public_host
-    if not host and request is not None:
-        host = request.headers.get("x-forwarded-host") or request.headers.get("host")
+    if settings.public_url:
+        return websocket_url(settings.public_url, STREAM_PATH)  # ws:// only for an http:// base (local tools)
+    host = request and (request.headers.get("x-forwarded-host") or request.headers.get("host"))
     return f"wss://{host or f'{settings.host}:{settings.port}'}{STREAM_PATH}"
 
 
 def status_url(settings: Settings, kind: str) -> str | None:
     """Where Twilio should post ``kind`` status callbacks (only known with PUBLIC_URL)."""
     return public_url_for(settings.public_url, f"/status/{kind}") if settings.public_url else None
-
-
-def connect_twiml(url: str, parameters: Mapping[str, str], status_callback: str | None = None) -> str:
-    """TwiML that streams the call to ``url``; the SDK builder escapes every value."""
-    response = VoiceResponse()
-    connect = Connect()
-    stream = Stream(url=url)
-    if status_callback:
-        stream = Stream(url=url, status_callback=status_callback, status_callback_method="POST")
-    for name, value in parameters.items():
-        stream.parameter(name=name, value=value)
-    connect.append(stream)
-    response.append(connect)
-    return str(response)
 
 
 def create_app(

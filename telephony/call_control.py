@@ -12,8 +12,9 @@ from typing import Protocol
 
 from twilio.base.exceptions import TwilioRestException
 from twilio.http import AsyncHttpClient
-from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.rest import Client
+
+from .twilio_rest import rest_client
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,7 @@ class TwilioCallControl:
     def _rest(self) -> Client:
         # Built on first use: aiohttp's session must be created inside the running event loop.
         if self._client is None:
-            http_client = self._http_client or AsyncTwilioHttpClient(timeout=5.0)
-            self._client = Client(self._account_sid, self._auth_token, http_client=http_client)
+            self._client = rest_client(self._account_sid, self._auth_token, self._http_client)
         return self._client
 
     async def hang_up(self, call_sid: str) -> None:

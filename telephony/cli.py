@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ipaddress
 import logging
+import secrets
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
+from twilio.base.exceptions import TwilioRestException
+
 from .agent_factory import AgentFactoryError, load_agent_factory
+from .app import STREAM_PATH
 from .config import ConfigError, Settings, load_settings, validate
+from .dialer import parse_params, place_call
 from .logs import configure_logging
+from .numbers import configure_number
+from .security import PARAMETER_NAME, CallTokens, public_url_for, token_secret, websocket_url
+from .session import DIAL_PARAMETER
+from .twilio_rest import rest_client
 
 log = logging.getLogger("voicebot")
 
@@ -37,6 +47,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="agent factory taking a telephony.CallInfo and returning a BidiAgent "
         "(env VOICEBOT_AGENT, default agent.factory:create_agent)",
     )
+    call = commands.add_parser("call", help="dial a number and connect the answered call to the bot")
+    call.add_argument("to", help="number to call, E.164 (+15551234567), or a client:/sip: address")
+    call.add_argument("--from", dest="from_", metavar="NUMBER", help="caller ID (env TWILIO_PHONE_NUMBER)")
+    call.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="passed to the agent in CallInfo.parameters (repeatable), e.g. --param purpose='confirm the booking'",
+    )
+    call.add_argument(
+        "--machine-detection",
+        action="store_true",
+        help="ask Twilio to detect answering machines; the agent is told the result",
+    )
+    commands.add_parser("setup", help="point TWILIO_PHONE_NUMBER's voice webhook at PUBLIC_URL/twiml")
     return parser
 
 
@@ -51,7 +77,92 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(settings.log_level)
     if args.command == "serve":
         return serve(settings, allow_unsigned=args.allow_unsigned)
+    try:
+        if args.command == "call":
+            return asyncio.run(dial(settings, args.to, args.from_, parse_params(args.param), args.machine_detection))
+        if args.command == "setup":
+            return asyncio.run(setup(settings))
+    except (ConfigError, ValueError, LookupError, TwilioRestException) as error:
+        print(f"voicebot {args.command}: {error}", file=sys.stderr)
+        return 1
     return 2
+
+
+def require_account(settings: Settings, command: str) -> tuple[str, str, str]:
+    """The account SID, auth token and public URL a REST command needs, or a ConfigError naming what is missing."""
+    missing = [
+        name
+        for name, value in (
+            ("TWILIO_ACCOUNT_SID", settings.twilio_account_sid),
+            ("TWILIO_AUTH_TOKEN", settings.twilio_auth_token),
+            ("PUBLIC_URL", settings.public_url),
+        )
+        if not value
+    ]
+    if missing:
+        raise ConfigError(
+            f"{', '.join(missing)} not set: `voicebot {command}` needs your Twilio account and public URL"
+        )
+    assert settings.twilio_account_sid and settings.twilio_auth_token and settings.public_url
+    return settings.twilio_account_sid, settings.twilio_auth_token, settings.public_url
+
+
+async def dial(
+    settings: Settings, to: str, from_: str | None, parameters: dict[str, str], machine_detection: bool
+) -> int:
+    """Place an outbound call whose answered audio streams to this server (which must be running)."""
+    account_sid, auth_token, public_url = require_account(settings, "call")
+    from_ = from_ or settings.twilio_phone_number
+    if not from_:
+        raise ConfigError("no caller ID: pass --from +1... or set TWILIO_PHONE_NUMBER")
+    # The Call SID is unknown until Twilio creates the call, so the token is bound to a dial id instead.
+    dial_id = secrets.token_urlsafe(12)
+    tokens = CallTokens(token_secret(auth_token, settings.token_secret), settings.call_token_ttl_s)
+    stream_parameters = {
+        **parameters,
+        "From": from_,
+        "To": to,
+        DIAL_PARAMETER: dial_id,
+        PARAMETER_NAME: tokens.mint(f"dial:{dial_id}"),
+    }
+    client = rest_client(account_sid, auth_token)
+    try:
+        call_sid = await place_call(
+            client,
+            to=to,
+            from_=from_,
+            stream_url=websocket_url(public_url, STREAM_PATH),
+            parameters=stream_parameters,
+            status_callback=public_url_for(public_url, "/status/call"),
+            machine_detection=machine_detection,
+            amd_callback=public_url_for(public_url, "/status/amd") if machine_detection else None,
+        )
+    finally:
+        await client.http_client.close()
+    print(f"calling {to} from {from_}: {call_sid}")
+    return 0
+
+
+async def setup(settings: Settings) -> int:
+    """Point the configured number's voice webhook and status callback at this server."""
+    account_sid, auth_token, public_url = require_account(settings, "setup")
+    if not settings.twilio_phone_number:
+        raise ConfigError("TWILIO_PHONE_NUMBER is not set: set it to the Twilio number callers dial (+1...)")
+    client = rest_client(account_sid, auth_token)
+    try:
+        changes = await configure_number(
+            client,
+            settings.twilio_phone_number,
+            voice_url=public_url_for(public_url, "/twiml"),
+            status_callback=public_url_for(public_url, "/status/call"),
+        )
+    finally:
+        await client.http_client.close()
+    for change in changes:
+        print(change)
+    if not changes:
+        print(f"{settings.twilio_phone_number} already points at {public_url_for(public_url, '/twiml')}")
+    return 0
 
 
 def apply_overrides(settings: Settings, args: argparse.Namespace) -> Settings:

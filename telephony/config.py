@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 DEFAULT_AGENT = "agent.factory:create_agent"
 MODEL_PROVIDERS = ("nova", "openai", "gemini")
-_E164 = re.compile(r"\+[1-9][0-9]{7,14}")
+E164 = re.compile(r"\+[1-9][0-9]{7,14}")
 
 
 class ConfigError(ValueError):
@@ -156,11 +156,11 @@ def validate(settings: Settings) -> None:
             "PUBLIC_URL is not set: Twilio signs requests over the public URL, so they cannot be verified "
             "without it (set it to your https:// ngrok or load-balancer address)"
         )
-    if settings.twilio_phone_number and not _E164.fullmatch(settings.twilio_phone_number):
+    if settings.twilio_phone_number and not E164.fullmatch(settings.twilio_phone_number):
         raise ConfigError(
             f"TWILIO_PHONE_NUMBER={settings.twilio_phone_number!r} is not in E.164 form: write it like +15551234567"
         )
-    if settings.transfer_to and not (_E164.fullmatch(settings.transfer_to) or settings.transfer_to.startswith("sip:")):
+    if settings.transfer_to and not (E164.fullmatch(settings.transfer_to) or settings.transfer_to.startswith("sip:")):
         raise ConfigError(
             f"VOICEBOT_TRANSFER_TO={settings.transfer_to!r} must be an E.164 number (+15551234567) or a sip: URI"
         )

@@ -35,7 +35,6 @@ from strands.bidi.types import (
     BidiToolUseBlocksEvent,
     BidiTranscriptBlockEvent,
 )
-from twilio.twiml.voice_response import Dial, VoiceResponse
 
 from agent.tools import CALL_CONTROL_KEY
 
@@ -50,6 +49,7 @@ from .model_guard import guard_model_stream
 from .playback import FRAME_SECONDS, MarkState, Playback
 from .protocol import Connected, Dtmf, Mark, Media, ProtocolError, Start, Stop, UnknownEvent, parse_message
 from .security import PARAMETER_NAME, CallTokens, TokenError
+from .twiml import dial_twiml
 
 log = logging.getLogger(__name__)
 
@@ -552,18 +552,6 @@ class CallSession:
             except Exception as error:  # noqa: BLE001 - closing the socket still ends the call
                 self._log.warning("REST hang-up failed (%r): closing the socket instead", error)
         self._end(reason, by=by)
-
-
-def dial_twiml(destination: str) -> str:
-    """TwiML that connects the caller to a phone number or a SIP URI."""
-    response = VoiceResponse()
-    dial = Dial()
-    if destination.startswith("sip:"):
-        dial.sip(destination)
-    else:
-        dial.number(destination)
-    response.append(dial)
-    return str(response)
 
 
 def model_rates(agent: BidiAgent) -> tuple[int, int]:

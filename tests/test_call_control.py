@@ -2,33 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import logging
-from typing import Any
-
 import pytest
 from twilio.base.exceptions import TwilioRestException
-from twilio.http import AsyncHttpClient
-from twilio.http.response import Response
 
 from telephony.call_control import TwilioCallControl
 
+from .fakes.twilio_http import RecordingHttpClient
+
 ACCOUNT = "AC" + "0" * 32
 CALL = "CA" + "f" * 32
-
-
-class RecordingHttpClient(AsyncHttpClient):
-    """Answers like api.twilio.com would, and records each request."""
-
-    def __init__(self, status: int = 200, body: dict[str, Any] | None = None) -> None:
-        super().__init__(logger=logging.getLogger("fake-twilio-http"), is_async=True)
-        self.status = status
-        self.body = body or {"sid": CALL, "account_sid": ACCOUNT, "status": "completed"}
-        self.requests: list[dict[str, Any]] = []
-
-    async def request(self, method: str, url: str, params: Any = None, data: Any = None, headers: Any = None, auth: Any = None, timeout: Any = None, allow_redirects: bool = False) -> Response:
-        self.requests.append({"method": method, "url": url, "data": dict(data or {}), "auth": auth})
-        return Response(self.status, json.dumps(self.body))
 
 
 async def test_hang_up_posts_status_completed_to_the_call() -> None:

@@ -13,7 +13,8 @@ from twilio.request_validator import RequestValidator
 
 from agent.tools import transfer_tool
 from telephony.cli import main
-from telephony.security import PARAMETER_NAME
+from telephony.security import PARAMETER_NAME, CallTokens, token_secret
+from telephony.session import DIAL_PARAMETER
 
 from .conftest import TEST_SETTINGS, harness
 from .fakes.model import CallTool, Hold, Say, WaitForText
@@ -168,3 +169,20 @@ async def test_failed_transfer_tells_the_agent_and_the_call_goes_on() -> None:
             await call.stop()
     assert ET.fromstring(rest.redirects[0][2]).findtext("Dial/Sip") == "sip:desk@example.com"
     assert any(round(frame_hz(frame.payload), -2) == 400 for frame in call.heard)
+
+
+async def test_an_outbound_call_token_is_bound_to_its_dial_id() -> None:
+    tokens = CallTokens(token_secret(TOKEN, None))  # what `voicebot call` mints with the same account
+    async with harness([Say("hello", 0.2, tone_hz=1000), Hold()], settings=SECURE) as h:
+        signature = RequestValidator(TOKEN).compute_signature("wss://bot.example.com/media-stream", {})
+        good = {DIAL_PARAMETER: "dial-1", PARAMETER_NAME: tokens.mint("dial:dial-1"), "purpose": "survey"}
+        async with h.caller(headers={"X-Twilio-Signature": signature}, parameters=good) as call:
+            await call.connect()
+            await call.silence(0.4)
+            await call.stop()
+        assert h.calls[0].parameters == {"purpose": "survey"}
+        stolen = {DIAL_PARAMETER: "dial-2", PARAMETER_NAME: tokens.mint("dial:dial-1")}
+        async with h.caller(headers={"X-Twilio-Signature": signature}, parameters=stolen) as other:
+            await other.connect()
+            await other.wait_closed(3)
+        assert len(h.models) == 1

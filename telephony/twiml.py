@@ -1,0 +1,36 @@
+"""TwiML we generate: connect a call to our media stream, or hand it to a phone number / SIP URI.
+
+Built with the SDK's TwiML builder, which escapes every value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from twilio.twiml.voice_response import Connect, Dial, Stream, VoiceResponse
+
+
+def connect_twiml(url: str, parameters: Mapping[str, str], status_callback: str | None = None) -> str:
+    """Stream the call to ``url`` with ``parameters``. Nothing follows ``<Connect>``, so closing the
+    socket ends the call."""
+    response = VoiceResponse()
+    connect = Connect()
+    options = {"status_callback": status_callback, "status_callback_method": "POST"} if status_callback else {}
+    stream = Stream(url=url, **options)
+    for name, value in parameters.items():
+        stream.parameter(name=name, value=value)
+    connect.append(stream)
+    response.append(connect)
+    return str(response)
+
+
+def dial_twiml(destination: str) -> str:
+    """Connect the caller to a phone number or a SIP URI (a transfer)."""
+    response = VoiceResponse()
+    dial = Dial()
+    if destination.startswith("sip:"):
+        dial.sip(destination)
+    else:
+        dial.number(destination)
+    response.append(dial)
+    return str(response)
