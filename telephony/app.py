@@ -14,7 +14,7 @@ With ``TWILIO_AUTH_TOKEN`` set, every request from Twilio must carry a valid sig
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, WebSocket
@@ -24,6 +24,7 @@ from starlette.datastructures import FormData
 from .agent_factory import AgentFactory, load_agent_factory
 from .call_control import CallControlClient, TwilioCallControl
 from .config import Settings
+from .observer import ObserverFactory
 from .security import (
     PARAMETER_NAME,
     CallTokens,
@@ -61,6 +62,7 @@ def create_app(
     agent_factory: AgentFactory | None = None,
     call_control: CallControlClient | None = None,
     tokens: CallTokens | None = None,
+    observers: Sequence[ObserverFactory] = (),
 ) -> FastAPI:
     """Build the app. Tests pass fakes for the agent factory and the REST client."""
     factory = agent_factory or load_agent_factory(settings.agent)
@@ -162,7 +164,7 @@ def create_app(
                 await websocket.close(code=1008)  # before accept(): the upgrade is refused with HTTP 403
                 return
         await websocket.accept()
-        session = CallSession(websocket, settings, factory, call_control, tokens=tokens)
+        session = CallSession(websocket, settings, factory, call_control, tokens=tokens, observers=observers)
         sessions.add(session)
         try:
             await session.run()

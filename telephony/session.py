@@ -15,7 +15,7 @@ import asyncio
 import base64
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,8 +46,20 @@ from .config import Settings
 from .inbound import InboundBuffer
 from .logs import CallLog
 from .model_guard import guard_model_stream
+from .observer import CallObserver, ObserverFactory
 from .playback import FRAME_SECONDS, MarkState, Playback
-from .protocol import Connected, Dtmf, Mark, Media, ProtocolError, Start, Stop, UnknownEvent, parse_message
+from .protocol import (
+    MAX_MESSAGE_BYTES,
+    Connected,
+    Dtmf,
+    Mark,
+    Media,
+    ProtocolError,
+    Start,
+    Stop,
+    UnknownEvent,
+    parse_message,
+)
 from .security import PARAMETER_NAME, CallTokens, TokenError
 from .twiml import dial_twiml
 
@@ -59,6 +71,7 @@ APOLOGY_CLIP = Path(__file__).parent / "assets" / "apology.ulaw"
 DEFAULT_MODEL_RATE = 16000
 AGENT_STOP_TIMEOUT_S = 5.0
 HANGUP_REST_TIMEOUT_S = 5.0
+OBSERVER_CLOSE_TIMEOUT_S = 10.0
 _WATCH_INTERVAL_S = 0.05
 
 
@@ -87,12 +100,16 @@ class CallSession:
         call_control: CallControlClient | None = None,
         apology: bytes | None = None,
         tokens: CallTokens | None = None,
+        observers: Sequence[ObserverFactory] = (),
     ) -> None:
         self._ws = websocket
         self._settings = settings
         self._agent_factory = agent_factory
         self._rest = call_control
         self._tokens = tokens
+        self._observer_factories = observers
+        self._observers: list[CallObserver] = []
+        self._early_messages: list[str] = []
         self._apology = apology if apology is not None else load_apology()
         self.stats = CallStats()
         self.call: CallInfo | None = None
@@ -175,6 +192,7 @@ class CallSession:
         await self._close_socket()
         if self.call is not None:
             self._log_summary()
+        await self._close_observers()
 
     async def _close_socket(self) -> None:
         if self._ws.application_state is WebSocketState.CONNECTED:
@@ -199,6 +217,41 @@ class CallSession:
             self.stats.bad_messages,
         )
 
+    # --- observers ---------------------------------------------------------------------------------
+
+    def _start_observers(self, call: CallInfo) -> None:
+        for factory in self._observer_factories:
+            try:
+                observer = factory(call)
+            except Exception as error:  # noqa: BLE001 - an observer never takes a call down
+                self._log.warning("observer %r failed to start: %r", factory, error)
+                continue
+            if observer is not None:
+                self._observers.append(observer)
+        for text in self._early_messages:
+            self._notify("twilio_received", text)
+        self._early_messages.clear()
+
+    def _notify(self, hook: str, *args: Any) -> None:
+        """Call ``hook`` on every observer; one that raises is logged and dropped."""
+        for observer in list(self._observers):
+            try:
+                getattr(observer, hook)(*args)
+            except Exception as error:  # noqa: BLE001 - an observer never takes a call down
+                self._log.warning("observer %s dropped: %s raised %r", type(observer).__name__, hook, error)
+                self._observers.remove(observer)
+
+    async def _close_observers(self) -> None:
+        for observer in self._observers:
+            try:
+                await asyncio.wait_for(
+                    observer.call_ended(self.stats.end_reason or "unknown", self.stats.ended_by or "unknown"),
+                    OBSERVER_CLOSE_TIMEOUT_S,
+                )
+            except Exception as error:  # noqa: BLE001 - shutdown goes on regardless
+                self._log.warning("observer %s did not finish: %r", type(observer).__name__, error)
+        self._observers.clear()
+
     # --- Twilio side -------------------------------------------------------------------------------
 
     async def _wait_for_start(self) -> Start | None:
@@ -209,6 +262,7 @@ class CallSession:
                     text = await self._receive_text()
                     if text is None:
                         return None
+                    self._early_messages.append(text[:MAX_MESSAGE_BYTES])
                     message = self._parse(text)
                     if isinstance(message, Connected):
                         log.info("stream connected | protocol=%s version=%s", message.protocol, message.version)
@@ -246,6 +300,7 @@ class CallSession:
         self._log.info(
             "call started | stream=%s from=%s to=%s", start.stream_sid, self.call.from_number, self.call.to_number
         )
+        self._start_observers(self.call)
 
     async def _receive_text(self) -> str | None:
         """Next text frame, or None once the socket is closed. Binary frames are not protocol."""
@@ -281,6 +336,7 @@ class CallSession:
             if text is None:
                 self._end("socket closed by Twilio", by="caller")
                 return
+            self._notify("twilio_received", text)
             message = self._parse(text)
             if message is None:
                 continue
@@ -336,6 +392,7 @@ class CallSession:
                 self._log.info("socket closed while sending: %r", error)
                 self._end("socket closed while sending", by="caller")
                 return
+            self._notify("twilio_sent", message)
 
     # --- agent side --------------------------------------------------------------------------------
 
@@ -361,6 +418,7 @@ class CallSession:
     def _open_audio_paths(self, agent: BidiAgent) -> None:
         input_rate, output_rate = model_rates(agent)
         self._log.info("model audio | input=%d Hz output=%d Hz", input_rate, output_rate)
+        self._notify("model_audio", input_rate, output_rate)
         self._inbound_audio = InboundAudio(input_rate)
         self._outbound_audio = OutboundAudio(output_rate)
         bytes_per_ms = input_rate * 2 // 1000
@@ -370,6 +428,7 @@ class CallSession:
         assert self._inbound is not None
         while True:
             item = await self._inbound.get()
+            self._notify("agent_input", item)
             try:
                 if isinstance(item, str):
                     await agent.send(item)
@@ -382,6 +441,7 @@ class CallSession:
     async def _receive_loop(self, agent: BidiAgent) -> None:
         try:
             async for event in agent.receive():
+                self._notify("agent_event", event)
                 self._on_agent_event(event)
         except Exception as error:  # noqa: BLE001 - a failing model gets the apology
             self._fail(f"agent failed mid-call: {error!r}", error)
@@ -457,6 +517,7 @@ class CallSession:
         if self._outbound_audio is not None:
             self._outbound_audio.reset()
         self._log.info("barge-in: clear sent, %d queued frames dropped", dropped)
+        self._notify("note", "barge_in", f"{dropped} queued frames dropped")
         if self._goodbye is not None:
             self._goodbye.cancel()
             self._goodbye = None
@@ -513,6 +574,7 @@ class CallSession:
             self.tell_agent("The transfer failed and the caller is still with you. Apologise and offer other help.")
             return
         self._log.info("call transferred to %s (%s)", destination, reason)
+        self._notify("note", "transfer", destination)
         self._end(f"transferred to {destination}", by="agent")
 
     def _fail(self, reason: str, error: BaseException | None = None) -> None:
@@ -521,6 +583,7 @@ class CallSession:
             return
         self._failing = True
         self._log.error("%s", reason, exc_info=error if self._log.isEnabledFor(logging.DEBUG) else None)
+        self._notify("note", "error", reason)
         if self._goodbye is not None:
             self._goodbye.cancel()
             self._goodbye = None
@@ -546,6 +609,7 @@ class CallSession:
             return
         self._hanging_up = True
         self._log.info("hanging up: %s", reason)
+        self._notify("note", "hangup", reason)
         if self._rest is not None and self.call is not None:
             try:
                 await asyncio.wait_for(self._rest.hang_up(self.call.call_sid), HANGUP_REST_TIMEOUT_S)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -17,6 +17,7 @@ from agent.tools import end_conversation
 from telephony.app import create_app
 from telephony.call_info import CallInfo
 from telephony.config import Settings
+from telephony.observer import ObserverFactory
 
 from .fakes.model import ScriptedModel, Step
 from .fakes.rest import FakeCallControl
@@ -84,6 +85,7 @@ async def harness(
     settings: Settings = TEST_SETTINGS,
     hangup: FakeCallControl | None = None,
     tools: list[Any] | None = None,
+    observers: Sequence[ObserverFactory] = (),
     **settings_overrides: Any,
 ) -> AsyncIterator[Harness]:
     """A server whose agent factory builds a ``ScriptedModel`` per call."""
@@ -96,10 +98,27 @@ async def harness(
         state["h"].calls.append(call)
         return BidiAgent(model=model, tools=[end_conversation, *(tools or [])], system_prompt="test")
 
-    app = create_app(settings, agent_factory=factory, call_control=hangup)
+    app = create_app(settings, agent_factory=factory, call_control=hangup, observers=observers)
     async with serve(app) as base:
+        baseline = set(asyncio.all_tasks())
         state["h"] = Harness(base=base, app=app, hangup=hangup)
         yield state["h"]
+        leftover = await settle_tasks(baseline)
+        assert not leftover, f"tasks still running after the calls ended: {leftover}"
+        assert not app.state.sessions
+        assert all(model.stopped or not model.started for model in state["h"].models), "an agent was not stopped"
+
+
+async def settle_tasks(baseline: set[asyncio.Task[Any]], timeout: float = 3.0) -> set[asyncio.Task[Any]]:
+    """Tasks started since ``baseline`` that are still alive after ``timeout`` (should be none)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        extra = {task for task in asyncio.all_tasks() if task not in baseline and not task.done()}
+        extra.discard(asyncio.current_task())  # type: ignore[arg-type]
+        if not extra or loop.time() > deadline:
+            return extra
+        await asyncio.sleep(0.05)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from telephony.codec import pcm16_to_ulaw, ulaw_to_pcm16
 from telephony.session import load_apology
 
 from .audio import dominant_hz, frame_hz, pcm, rms_dbfs
-from .conftest import harness
+from .conftest import harness, settle_tasks
 from .fakes.model import (
     BargeIn,
     CallTool,
@@ -37,17 +37,6 @@ ALLOWED_KEYS = {
     "mark": {"event", "streamSid", "mark"},
     "clear": {"event", "streamSid"},
 }
-
-
-async def settle_tasks(baseline: set[asyncio.Task], timeout: float = 3.0) -> set[asyncio.Task]:
-    """Tasks still alive that were not there before the call (should become empty)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        extra = {task for task in asyncio.all_tasks() if task not in baseline and not task.done()}
-        extra.discard(asyncio.current_task())
-        if not extra or asyncio.get_running_loop().time() > deadline:
-            return extra
-        await asyncio.sleep(0.05)
 
 
 # --- the protocol we send ---------------------------------------------------------------------------
@@ -316,3 +305,68 @@ async def test_recorded_call_with_keypress_replays_through_the_bridge() -> None:
     assert any("pressed 5" in text for text in model.texts)
     assert model.audio_seconds > 1.0
     assert model.stopped
+
+
+# --- observers --------------------------------------------------------------------------------------
+
+
+class ListObserver:
+    def __init__(self, call) -> None:
+        self.call = call
+        self.seen: list[tuple[str, object]] = []
+        self.ended: tuple[str, str] | None = None
+
+    def model_audio(self, input_rate: int, output_rate: int) -> None:
+        self.seen.append(("model_audio", (input_rate, output_rate)))
+
+    def twilio_received(self, text: str) -> None:
+        self.seen.append(("in", json.loads(text)["event"]))
+
+    def twilio_sent(self, text: str) -> None:
+        self.seen.append(("out", json.loads(text)["event"]))
+
+    def agent_event(self, event) -> None:
+        self.seen.append(("agent", event["type"]))
+
+    def agent_input(self, item) -> None:
+        self.seen.append(("input", type(item).__name__))
+
+    def note(self, kind: str, detail: str) -> None:
+        self.seen.append(("note", kind))
+
+    async def call_ended(self, reason: str, ended_by: str) -> None:
+        self.ended = (reason, ended_by)
+
+
+class BrokenObserver(ListObserver):
+    def twilio_sent(self, text: str) -> None:
+        raise OSError("disk full")
+
+
+async def test_observers_see_the_whole_call_and_a_broken_one_is_dropped() -> None:
+    made: list[ListObserver] = []
+
+    def make(cls):
+        def factory(call):
+            made.append(cls(call))
+            return made[-1]
+
+        return factory
+
+    script = [Say("hello", 0.3, tone_hz=1000), WaitForAudio(0.2), BargeIn(), Hold()]
+    async with harness(script, observers=[make(BrokenObserver), make(ListObserver)]) as h:
+        async with h.caller() as call:
+            await call.connect()
+            await call.silence(0.8)
+            await call.stop()
+    broken, good = made
+    kinds = [kind for kind, _ in good.seen]
+    assert good.seen[:2] == [("in", "connected"), ("in", "start")]  # delivered although they came first
+    assert ("model_audio", (16000, 16000)) in good.seen
+    assert ("out", "media") in good.seen and ("out", "clear") in good.seen and ("in", "mark") in good.seen
+    assert ("agent", "bidi_audio_delta") in good.seen and ("note", "barge_in") in good.seen
+    assert kinds.count("input") >= 1 and good.seen[-1] == ("in", "stop")
+    assert good.ended == ("stream stopped (caller hung up or call ended)", "caller")
+    assert good.call.call_sid == call.call_sid
+    assert broken.ended is None and ("out", "media") not in broken.seen  # dropped at its first failure
+    assert any(frame_hz(payload) == 1000 for payload in call.media_payloads())
