@@ -79,6 +79,17 @@ def ulaw_to_pcm16(data: bytes) -> bytes:
     return _ULAW_DECODE.take(np.frombuffer(data, dtype=np.uint8)).tobytes()
 
 
+_ULAW_POWER = _ULAW_DECODE.astype(np.float64) ** 2
+
+
+def ulaw_level_dbfs(data: bytes) -> float:
+    """RMS level of μ-law audio in dBFS (-inf for silence): a cheap voice-activity cue."""
+    if not data:
+        return float("-inf")
+    mean_power = float(_ULAW_POWER.take(np.frombuffer(data, dtype=np.uint8)).mean())
+    return 10 * math.log10(mean_power / 32768**2) if mean_power > 0 else float("-inf")
+
+
 def pcm16_to_ulaw(data: bytes) -> bytes:
     """Encode PCM16 little-endian to G.711 μ-law (same as ``audioop.lin2ulaw(data, 2)``).
 

@@ -50,7 +50,18 @@ class Settings:
     hangup_mark_timeout_s: float = 3.0
     inbound_buffer_ms: int = 2000
     mark_interval_ms: int = 500
+    # Limits: every call ends, however the caller, Twilio or the model behave.
+    max_calls: int = 50
+    max_call_s: float = 3600.0
+    call_warning_s: float = 60.0
+    wrap_up_s: float = 20.0
+    caller_silence_timeout_s: float = 15.0
+    agent_silence_timeout_s: float = 20.0
+    max_message_bytes: int = 64 * 1024
+    max_bad_messages: int = 500
+    shutdown_grace_s: float = 30.0
     log_level: str = "INFO"
+    log_format: str = "text"
 
     @property
     def public_host(self) -> str | None:
@@ -90,6 +101,16 @@ _ENV_NAMES: dict[str, str] = {
     "hangup_mark_timeout_s": "VOICEBOT_HANGUP_MARK_TIMEOUT",
     "inbound_buffer_ms": "VOICEBOT_INBOUND_BUFFER_MS",
     "mark_interval_ms": "VOICEBOT_MARK_INTERVAL_MS",
+    "max_calls": "VOICEBOT_MAX_CALLS",
+    "max_call_s": "VOICEBOT_MAX_CALL_SECONDS",
+    "call_warning_s": "VOICEBOT_CALL_WARNING_SECONDS",
+    "wrap_up_s": "VOICEBOT_WRAP_UP_SECONDS",
+    "caller_silence_timeout_s": "VOICEBOT_CALLER_SILENCE_TIMEOUT",
+    "agent_silence_timeout_s": "VOICEBOT_AGENT_SILENCE_TIMEOUT",
+    "max_message_bytes": "VOICEBOT_MAX_MESSAGE_BYTES",
+    "max_bad_messages": "VOICEBOT_MAX_BAD_MESSAGES",
+    "shutdown_grace_s": "VOICEBOT_SHUTDOWN_GRACE",
+    "log_format": "VOICEBOT_LOG_FORMAT",
     "log_level": "VOICEBOT_LOG_LEVEL",
 }
 
@@ -175,5 +196,18 @@ def validate(settings: Settings) -> None:
             raise ConfigError(f"{_ENV_NAMES[name]} must be greater than 0 (seconds)")
     if not 100 <= settings.inbound_buffer_ms <= 60_000:
         raise ConfigError("VOICEBOT_INBOUND_BUFFER_MS must be between 100 and 60000")
+    for name in ("max_call_s", "wrap_up_s", "caller_silence_timeout_s", "agent_silence_timeout_s", "shutdown_grace_s"):
+        if getattr(settings, name) <= 0:
+            raise ConfigError(f"{_ENV_NAMES[name]} must be greater than 0 (seconds)")
+    if not 0 <= settings.call_warning_s < settings.max_call_s:
+        raise ConfigError("VOICEBOT_CALL_WARNING_SECONDS must be at least 0 and less than VOICEBOT_MAX_CALL_SECONDS")
+    if settings.max_calls < 1:
+        raise ConfigError("VOICEBOT_MAX_CALLS must be at least 1")
+    if not 1024 <= settings.max_message_bytes <= 1024 * 1024:
+        raise ConfigError("VOICEBOT_MAX_MESSAGE_BYTES must be between 1024 and 1048576 (Twilio's messages are < 1 KiB)")
+    if settings.max_bad_messages < 1:
+        raise ConfigError("VOICEBOT_MAX_BAD_MESSAGES must be at least 1")
+    if settings.log_format not in ("text", "json"):
+        raise ConfigError(f"VOICEBOT_LOG_FORMAT={settings.log_format!r} is unknown: use text or json")
     if not 100 <= settings.mark_interval_ms <= 10_000:
         raise ConfigError("VOICEBOT_MARK_INTERVAL_MS must be between 100 and 10000")

@@ -94,10 +94,10 @@ class UnknownEvent:
 TwilioMessage = Connected | Start | Media | Mark | Dtmf | Stop | UnknownEvent
 
 
-def parse_message(text: str | bytes) -> TwilioMessage:
+def parse_message(text: str | bytes, max_bytes: int = MAX_MESSAGE_BYTES) -> TwilioMessage:
     """Parse one text frame from Twilio; raise ProtocolError with a reason on anything invalid."""
-    if len(text) > MAX_MESSAGE_BYTES:
-        raise ProtocolError(f"message of {len(text)} bytes exceeds the {MAX_MESSAGE_BYTES}-byte cap")
+    if len(text) > max_bytes:
+        raise ProtocolError(f"message of {len(text)} bytes exceeds the {max_bytes}-byte cap")
     try:
         data = json.loads(text)
     except (ValueError, UnicodeDecodeError) as error:

@@ -41,7 +41,7 @@ from agent.tools import CALL_CONTROL_KEY
 from .agent_factory import AgentFactory, build_agent
 from .call_control import CallControlClient
 from .call_info import CallInfo
-from .codec import InboundAudio, OutboundAudio
+from .codec import InboundAudio, OutboundAudio, ulaw_level_dbfs
 from .config import Settings
 from .inbound import InboundBuffer
 from .logs import CallLog
@@ -62,6 +62,7 @@ from .protocol import (
 )
 from .security import PARAMETER_NAME, CallTokens, TokenError
 from .twiml import dial_twiml
+from .watchdog import CallClock, Limits, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -71,16 +72,24 @@ APOLOGY_CLIP = Path(__file__).parent / "assets" / "apology.ulaw"
 DEFAULT_MODEL_RATE = 16000
 AGENT_STOP_TIMEOUT_S = 5.0
 HANGUP_REST_TIMEOUT_S = 5.0
+HANGUP_RETRY_PAUSES_S = (0.25, 0.75, 0.0)
+"""Pauses after failed REST hang-up attempts (three attempts in all, within HANGUP_REST_TIMEOUT_S)."""
+WATCHDOG_INTERVAL_S = 0.25
+VOICE_LEVEL_DBFS = -40.0
+"""Caller frames louder than this count as speech for the agent-unresponsive watchdog."""
 OBSERVER_CLOSE_TIMEOUT_S = 10.0
 _WATCH_INTERVAL_S = 0.05
 
 
 @dataclass
 class CallStats:
-    """Counters for the call summary line (and, later, metrics)."""
+    """Counters for the call summary line and the metrics."""
 
     started_at: float = field(default_factory=time.monotonic)
     frames_in: int = 0
+    turns: int = 0
+    turn_latencies: list[float] = field(default_factory=list)
+    """Seconds from the end of the caller's turn (the model's user transcript) to the bot's first audio."""
     barge_ins: int = 0
     bad_messages: int = 0
     foreign_messages: int = 0
@@ -128,7 +137,9 @@ class CallSession:
         self._goodbye: asyncio.Task[None] | None = None
         self._failing = False
         self._hanging_up = False
-        self._bad_logged = 0
+        self._close_code = 1000
+        self._clock: CallClock | None = None
+        self._user_turn_ended: float | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -143,6 +154,7 @@ class CallSession:
             self._spawn(self._write_loop(), "writer")
             self._spawn(self._read_loop(), "reader")
             self._spawn(self._run_agent(), "agent")
+            self._spawn(self._watch(), "watchdog")
             await self._ended.wait()
         finally:
             await self._shutdown()
@@ -156,6 +168,14 @@ class CallSession:
         """``CallControl`` for tools: move the call to ``destination`` once the hand-off line is heard."""
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._arm_goodbye, reason, destination)
+
+    def wrap_up(self, reason: str) -> None:
+        """Ask the agent to say goodbye now; the call is ended for it if it has not within the wrap-up time."""
+        if self._clock is None or self._ended.is_set():
+            return
+        self._log.info("wrapping up: %s", reason)
+        self._clock.wrap_up(time.monotonic())
+        self.tell_agent(f"{reason} Say a short goodbye to the caller now, then end the call.")
 
     def tell_agent(self, text: str) -> None:
         """Give the agent a piece of text about the call (a keypress, answering-machine detection)."""
@@ -197,7 +217,7 @@ class CallSession:
     async def _close_socket(self) -> None:
         if self._ws.application_state is WebSocketState.CONNECTED:
             try:
-                await self._ws.close(code=1000)
+                await self._ws.close(code=self._close_code)
             except Exception:  # noqa: BLE001 - the peer may already be gone
                 pass
 
@@ -297,6 +317,7 @@ class CallSession:
         if start.media_format.encoding != "audio/x-mulaw" or start.media_format.sample_rate != 8000:
             self._log.warning("unexpected media format %s; treating audio as μ-law 8 kHz", start.media_format)
         self.playback = Playback(start.stream_sid, mark_interval_s=self._settings.mark_interval_ms / 1000)
+        self._clock = CallClock(limits_from(self._settings), time.monotonic())
         self._log.info(
             "call started | stream=%s from=%s to=%s", start.stream_sid, self.call.from_number, self.call.to_number
         )
@@ -318,7 +339,7 @@ class CallSession:
 
     def _parse(self, text: str) -> Any:
         try:
-            return parse_message(text)
+            return parse_message(text, self._settings.max_message_bytes)
         except ProtocolError as error:
             self._note_bad(str(error))
             return None
@@ -327,8 +348,12 @@ class CallSession:
         """Log malformed input, but never let a flood of it flood the log."""
         self.stats.bad_messages += 1
         count = self.stats.bad_messages
-        if count <= 5 or count % 1000 == 0:
+        if count <= 5 or count % 100 == 0:
             self._log.warning("ignoring malformed message #%d: %s", count, why)
+        if count >= self._settings.max_bad_messages and self.call is not None:
+            self._log.warning("closing the stream: %d malformed messages", count)
+            self._close_code = 1008  # policy violation
+            self._end(f"too many malformed messages ({count})", by="server")
 
     async def _read_loop(self) -> None:
         while True:
@@ -368,6 +393,8 @@ class CallSession:
         if media.track not in ("inbound", "inbound_track"):
             return
         self.stats.frames_in += 1
+        if self._clock is not None:
+            self._clock.media(time.monotonic(), voiced=ulaw_level_dbfs(media.payload) > VOICE_LEVEL_DBFS)
         if self._inbound is None or self._inbound_audio is None:
             return  # the agent is not built yet, so its input rate is unknown (a few ms at most)
         self._inbound.put_audio(self._inbound_audio.convert(media.payload))
@@ -410,6 +437,8 @@ class CallSession:
             self._fail(f"agent failed to start: {reason}", error)
             return
         self._log.info("agent started | model=%s", getattr(self.agent.model, "model_id", "?"))
+        if self._clock is not None:
+            self._clock.agent_started(time.monotonic())
         if self._settings.greeting and self._inbound is not None:
             self._inbound.put_text(self._settings.greeting)
         self._spawn(self._send_loop(self.agent), "sender")
@@ -451,6 +480,8 @@ class CallSession:
 
     def _on_agent_event(self, event: Any) -> None:
         """Dispatch one agent event. Never awaits: the agent's queue holds a single event."""
+        if self._clock is not None:
+            self._clock.agent_event(time.monotonic())
         if isinstance(event, BidiAudioDeltaEvent):
             self._on_bot_audio(event)
         elif isinstance(event, BidiAudioStopEvent):
@@ -463,6 +494,8 @@ class CallSession:
             self._responding = False
         elif isinstance(event, BidiTranscriptBlockEvent):
             self._log.info("%s said: %s", "caller" if event.role == "user" else "bot", event.transcript)
+            if event.role == "user":
+                self._user_turn_ended = time.monotonic()
         elif isinstance(event, BidiToolUseBlocksEvent):
             self._log.info("tool calls: %s", ", ".join(use["name"] for use in event.tool_uses))
         elif isinstance(event, BidiConnectionRestartEvent):
@@ -483,6 +516,11 @@ class CallSession:
         if event.channels == 2:
             pcm = downmix_stereo(pcm)
         outbound = self._outbound_for(event.sample_rate)
+        if event.content_id != self._current_audio:
+            self.stats.turns += 1
+            if self._user_turn_ended is not None:
+                self.stats.turn_latencies.append(time.monotonic() - self._user_turn_ended)
+                self._user_turn_ended = None
         self._current_audio = event.content_id
         self.playback.play(outbound.convert(pcm), utterance=event.content_id)
 
@@ -577,6 +615,33 @@ class CallSession:
         self._notify("note", "transfer", destination)
         self._end(f"transferred to {destination}", by="agent")
 
+    async def _watch(self) -> None:
+        """Apply the call's time limits (see telephony.watchdog)."""
+        assert self._clock is not None
+        while True:
+            await asyncio.sleep(WATCHDOG_INTERVAL_S)
+            verdict = self._clock.check(time.monotonic())
+            if verdict is not None:
+                self._log.warning("%s", verdict.value)
+                self._notify("note", "limit", verdict.name.lower())
+                await self._enforce(verdict)
+
+    async def _enforce(self, verdict: Verdict) -> None:
+        limits = self._clock.limits if self._clock else None
+        if verdict is Verdict.WARN and limits is not None:
+            self.tell_agent(
+                f"Note for you, not to read out: this call ends automatically in about {limits.warning_s:.0f} "
+                "seconds. Start wrapping up."
+            )
+        elif verdict is Verdict.WRAP_UP:
+            self.tell_agent("The call has reached its time limit. Say a short goodbye now, then end the call.")
+        elif verdict is Verdict.FORCE_END:
+            await self._hang_up("the call did not wrap up in time", by="server")
+        elif verdict is Verdict.STREAM_GONE:
+            await self._hang_up("no audio from Twilio: the stream is gone", by="server")
+        elif verdict is Verdict.AGENT_UNRESPONSIVE:
+            self._fail("agent unresponsive: the caller spoke and the agent produced nothing")
+
     def _fail(self, reason: str, error: BaseException | None = None) -> None:
         """The agent is gone: apologise to the caller, then hang up. Idempotent."""
         if self._failing or self._ended.is_set():
@@ -611,11 +676,33 @@ class CallSession:
         self._log.info("hanging up: %s", reason)
         self._notify("note", "hangup", reason)
         if self._rest is not None and self.call is not None:
-            try:
-                await asyncio.wait_for(self._rest.hang_up(self.call.call_sid), HANGUP_REST_TIMEOUT_S)
-            except Exception as error:  # noqa: BLE001 - closing the socket still ends the call
-                self._log.warning("REST hang-up failed (%r): closing the socket instead", error)
+            await self._rest_hang_up(self.call.call_sid)
         self._end(reason, by=by)
+
+    async def _rest_hang_up(self, call_sid: str) -> None:
+        """A few quick tries within a bound; then closing the socket ends the call anyway."""
+        assert self._rest is not None
+        deadline = time.monotonic() + HANGUP_REST_TIMEOUT_S
+        for attempt, pause in enumerate(HANGUP_RETRY_PAUSES_S, start=1):
+            try:
+                await asyncio.wait_for(self._rest.hang_up(call_sid), max(0.1, deadline - time.monotonic()))
+                return
+            except Exception as error:  # noqa: BLE001 - closing the socket still ends the call
+                self._log.warning("REST hang-up attempt %d failed: %r", attempt, error)
+            if time.monotonic() + pause >= deadline:
+                break
+            await asyncio.sleep(pause)
+        self._log.warning("REST hang-up gave up: closing the socket instead")
+
+
+def limits_from(settings: Settings) -> Limits:
+    return Limits(
+        max_call_s=settings.max_call_s,
+        warning_s=settings.call_warning_s,
+        caller_silence_s=settings.caller_silence_timeout_s,
+        agent_silence_s=settings.agent_silence_timeout_s,
+        wrap_up_s=settings.wrap_up_s,
+    )
 
 
 def model_rates(agent: BidiAgent) -> tuple[int, int]:

@@ -190,7 +190,8 @@ async def test_rest_failure_falls_back_to_closing_the_socket() -> None:
             talker = asyncio.create_task(call.silence(6))
             await call.wait_closed(6)
             talker.cancel()
-    assert len(hangup.calls) == 1
+    assert len(hangup.calls) == 3  # a bounded number of retries, then the socket is closed instead
+    assert hangup.calls[-1][0] - hangup.calls[0][0] < 5.0
     assert call.close_code == 1000
 
 
