@@ -21,9 +21,13 @@ from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import FormData
 
+from .admission import Admission
 from .agent_factory import AgentFactory, load_agent_factory
 from .call_control import CallControlClient, TwilioCallControl
+from .call_info import CallInfo
 from .config import Settings
+from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from .metrics import Metrics
 from .observer import ObserverFactory
 from .security import (
     PARAMETER_NAME,
@@ -35,7 +39,7 @@ from .security import (
     websocket_url,
 )
 from .session import CallSession
-from .twiml import connect_twiml
+from .twiml import busy_twiml, connect_twiml
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +67,7 @@ def create_app(
     call_control: CallControlClient | None = None,
     tokens: CallTokens | None = None,
     observers: Sequence[ObserverFactory] = (),
+    metrics: Metrics | None = None,
 ) -> FastAPI:
     """Build the app. Tests pass fakes for the agent factory and the REST client."""
     factory = agent_factory or load_agent_factory(settings.agent)
@@ -77,6 +82,14 @@ def create_app(
             "this server can start calls on your model account"
         )
     sessions: set[CallSession] = set()
+    metrics = metrics or Metrics()
+    metrics.calls_active.set_function(lambda: len(sessions))
+    admission = Admission(settings.max_calls, active=lambda: len(sessions))
+
+    def release_reservation(call: CallInfo) -> None:
+        admission.started(call.call_sid)
+
+    call_observers = [release_reservation, *observers]
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -89,6 +102,8 @@ def create_app(
     app.state.sessions = sessions
     app.state.settings = settings
     app.state.tokens = tokens
+    app.state.metrics = metrics
+    app.state.admission = admission
 
     async def verified_form(request: Request) -> FormData | None:
         """The webhook's form fields, or None when the signature does not match (logged, no secrets)."""
@@ -112,6 +127,11 @@ def create_app(
             return FORBIDDEN
         parameters = {name: value for name in FORWARDED_PARAMETERS if isinstance(value := form.get(name), str)}
         call_sid = parameters.get("CallSid", "")
+        refusal = admission.reserve(call_sid)
+        if refusal is not None:
+            metrics.calls_refused.labels(reason=refusal).inc()
+            log.warning("call=%s | turned away: %s (%d calls in progress)", call_sid or "?", refusal, len(sessions))
+            return Response(content=busy_twiml(refusal), media_type="application/xml")
         if tokens is not None and call_sid:
             parameters[PARAMETER_NAME] = tokens.mint(call_sid)
         log.info("call=%s | incoming call from %s", call_sid or "?", parameters.get("From", "?"))
@@ -163,8 +183,15 @@ def create_app(
                 )
                 await websocket.close(code=1008)  # before accept(): the upgrade is refused with HTTP 403
                 return
+        if not admission.stream_allowed():
+            metrics.calls_refused.labels(reason="stream_over_limit").inc()
+            log.warning("refused a media stream: %s", "draining" if admission.draining else "at the call limit")
+            await websocket.close(code=1013)  # before accept(): the upgrade is refused
+            return
         await websocket.accept()
-        session = CallSession(websocket, settings, factory, call_control, tokens=tokens, observers=observers)
+        session = CallSession(
+            websocket, settings, factory, call_control, tokens=tokens, observers=call_observers, metrics=metrics
+        )
         sessions.add(session)
         try:
             await session.run()
@@ -173,7 +200,12 @@ def create_app(
 
     @app.get("/health")
     async def health() -> JSONResponse:
-        return JSONResponse({"status": "ok", "calls": len(sessions)})
+        status = "draining" if admission.draining else "ok"
+        return JSONResponse({"status": status, "calls": len(sessions)}, status_code=503 if admission.draining else 200)
+
+    @app.get("/metrics")
+    async def prometheus() -> Response:
+        return Response(content=metrics.render(), media_type=METRICS_CONTENT_TYPE)
 
     return app
 

@@ -45,6 +45,7 @@ from .codec import InboundAudio, OutboundAudio, ulaw_level_dbfs
 from .config import Settings
 from .inbound import InboundBuffer
 from .logs import CallLog
+from .metrics import Metrics
 from .model_guard import guard_model_stream
 from .observer import CallObserver, ObserverFactory
 from .playback import FRAME_SECONDS, MarkState, Playback
@@ -96,6 +97,11 @@ class CallStats:
     agent_audio_dropped: int = 0
     end_reason: str = ""
     ended_by: str = ""
+    ended_at: float | None = None
+
+    @property
+    def duration(self) -> float:
+        return (self.ended_at or time.monotonic()) - self.started_at
 
 
 class CallSession:
@@ -110,6 +116,7 @@ class CallSession:
         apology: bytes | None = None,
         tokens: CallTokens | None = None,
         observers: Sequence[ObserverFactory] = (),
+        metrics: Metrics | None = None,
     ) -> None:
         self._ws = websocket
         self._settings = settings
@@ -117,6 +124,7 @@ class CallSession:
         self._rest = call_control
         self._tokens = tokens
         self._observer_factories = observers
+        self._metrics = metrics
         self._observers: list[CallObserver] = []
         self._early_messages: list[str] = []
         self._apology = apology if apology is not None else load_apology()
@@ -192,11 +200,17 @@ class CallSession:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             self._log.error("task %s crashed: %r", task.get_name(), task.exception(), exc_info=task.exception())
+            self._count_error("internal")
             self._end(f"internal error in {task.get_name()}", by="server")
+
+    def _count_error(self, kind: str) -> None:
+        if self._metrics is not None:
+            self._metrics.errors.labels(kind=kind).inc()
 
     def _end(self, reason: str, by: str) -> None:
         if not self._ended.is_set():
             self.stats.end_reason, self.stats.ended_by = reason, by
+            self.stats.ended_at = time.monotonic()
             self._ended.set()
 
     async def _shutdown(self) -> None:
@@ -212,6 +226,12 @@ class CallSession:
         await self._close_socket()
         if self.call is not None:
             self._log_summary()
+            if self._metrics is not None:
+                self._metrics.record_call(
+                    self.stats,
+                    self._inbound.dropped_chunks if self._inbound else 0,
+                    self.playback.frames_dropped if self.playback else 0,
+                )
         await self._close_observers()
 
     async def _close_socket(self) -> None:
@@ -353,6 +373,7 @@ class CallSession:
         if count >= self._settings.max_bad_messages and self.call is not None:
             self._log.warning("closing the stream: %d malformed messages", count)
             self._close_code = 1008  # policy violation
+            self._count_error("malformed_flood")
             self._end(f"too many malformed messages ({count})", by="server")
 
     async def _read_loop(self) -> None:
@@ -434,7 +455,7 @@ class CallSession:
                 await self.agent.start(invocation_state={CALL_CONTROL_KEY: self, "call": self.call})
         except Exception as error:  # noqa: BLE001 - any start failure gets the apology
             reason = "timed out" if isinstance(error, TimeoutError) else repr(error)
-            self._fail(f"agent failed to start: {reason}", error)
+            self._fail(f"agent failed to start: {reason}", error, kind="agent_start")
             return
         self._log.info("agent started | model=%s", getattr(self.agent.model, "model_id", "?"))
         if self._clock is not None:
@@ -464,7 +485,7 @@ class CallSession:
                 else:
                     await agent.send(AudioDelta(format="pcm", source={"bytes": item}))
             except Exception as error:  # noqa: BLE001 - a failing model gets the apology
-                self._fail(f"agent rejected input: {error!r}", error)
+                self._fail(f"agent rejected input: {error!r}", error, kind="agent_input")
                 return
 
     async def _receive_loop(self, agent: BidiAgent) -> None:
@@ -473,7 +494,7 @@ class CallSession:
                 self._notify("agent_event", event)
                 self._on_agent_event(event)
         except Exception as error:  # noqa: BLE001 - a failing model gets the apology
-            self._fail(f"agent failed mid-call: {error!r}", error)
+            self._fail(f"agent failed mid-call: {error!r}", error, kind="agent_stream")
             return
         self._log.info("agent ended the conversation")
         self._arm_goodbye("agent stopped")
@@ -636,17 +657,20 @@ class CallSession:
         elif verdict is Verdict.WRAP_UP:
             self.tell_agent("The call has reached its time limit. Say a short goodbye now, then end the call.")
         elif verdict is Verdict.FORCE_END:
+            self._count_error("time_limit")
             await self._hang_up("the call did not wrap up in time", by="server")
         elif verdict is Verdict.STREAM_GONE:
+            self._count_error("stream_gone")
             await self._hang_up("no audio from Twilio: the stream is gone", by="server")
         elif verdict is Verdict.AGENT_UNRESPONSIVE:
-            self._fail("agent unresponsive: the caller spoke and the agent produced nothing")
+            self._fail("agent unresponsive: the caller spoke and the agent produced nothing", kind="agent_unresponsive")
 
-    def _fail(self, reason: str, error: BaseException | None = None) -> None:
+    def _fail(self, reason: str, error: BaseException | None = None, kind: str = "agent") -> None:
         """The agent is gone: apologise to the caller, then hang up. Idempotent."""
         if self._failing or self._ended.is_set():
             return
         self._failing = True
+        self._count_error(kind)
         self._log.error("%s", reason, exc_info=error if self._log.isEnabledFor(logging.DEBUG) else None)
         self._notify("note", "error", reason)
         if self._goodbye is not None:
@@ -693,6 +717,7 @@ class CallSession:
                 break
             await asyncio.sleep(pause)
         self._log.warning("REST hang-up gave up: closing the socket instead")
+        self._count_error("rest_hangup")
 
 
 def limits_from(settings: Settings) -> Limits:

@@ -24,6 +24,20 @@ def connect_twiml(url: str, parameters: Mapping[str, str], status_callback: str 
     return str(response)
 
 
+BUSY_MESSAGES = {
+    "busy": "Sorry, all our lines are busy right now. Please call again in a few minutes. Goodbye.",
+    "draining": "Sorry, we are restarting our phone service. Please call again in a minute. Goodbye.",
+}
+
+
+def busy_twiml(reason: str) -> str:
+    """A polite spoken refusal, then hang up: what a caller beyond the limit hears."""
+    response = VoiceResponse()
+    response.say(BUSY_MESSAGES.get(reason, BUSY_MESSAGES["busy"]))
+    response.hangup()
+    return str(response)
+
+
 def dial_twiml(destination: str) -> str:
     """Connect the caller to a phone number or a SIP URI (a transfer)."""
     response = VoiceResponse()

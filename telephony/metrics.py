@@ -1,0 +1,76 @@
+"""Prometheus metrics for operators (``GET /metrics``).
+
+One registry per app, so several apps (tests, replicas in one process) never share counters.
+Call-level figures are recorded once, when a call ends, from its ``CallStats``: nothing on the
+audio path touches a metric.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.calls_active = Gauge("voicebot_calls_active", "Calls in progress.", registry=r)
+        self.calls = Counter("voicebot_calls", "Calls ended, by who ended them.", ["ended_by"], registry=r)
+        self.calls_refused = Counter(
+            "voicebot_calls_refused", "Calls turned away before the stream, by reason.", ["reason"], registry=r
+        )
+        self.call_duration = Histogram(
+            "voicebot_call_duration_seconds",
+            "Call duration, from the stream's start to hang-up.",
+            buckets=(5, 15, 30, 60, 120, 300, 600, 1200, 3600),
+            registry=r,
+        )
+        self.turn_latency = Histogram(
+            "voicebot_turn_latency_seconds",
+            "End of the caller's turn (the model's user transcript) to the bot's first audio.",
+            buckets=(0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0, 5.0),
+            registry=r,
+        )
+        self.barge_ins = Histogram(
+            "voicebot_barge_ins_per_call", "Barge-ins per call.", buckets=(0, 1, 2, 3, 5, 10, 20), registry=r
+        )
+        self.errors = Counter("voicebot_errors", "Errors by kind.", ["kind"], registry=r)
+        self.frames_dropped = Counter(
+            "voicebot_frames_dropped",
+            "Audio dropped, by direction (caller audio the model could not take; bot audio over the queue cap).",
+            ["direction"],
+            registry=r,
+        )
+        self.bad_messages = Counter("voicebot_bad_messages", "Malformed or foreign Media Streams messages.", registry=r)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def record_call(self, stats: CallStatsLike, caller_chunks_dropped: int, bot_frames_dropped: int) -> None:
+        """Everything about one call, once, when it ends."""
+        self.calls.labels(ended_by=stats.ended_by or "unknown").inc()
+        self.call_duration.observe(stats.duration)
+        for latency in stats.turn_latencies:
+            self.turn_latency.observe(latency)
+        self.barge_ins.observe(stats.barge_ins)
+        if stats.bad_messages:
+            self.bad_messages.inc(stats.bad_messages)
+        if caller_chunks_dropped:
+            self.frames_dropped.labels(direction="caller").inc(caller_chunks_dropped)
+        if bot_frames_dropped:
+            self.frames_dropped.labels(direction="bot").inc(bot_frames_dropped)
+
+
+class CallStatsLike(Protocol):
+    ended_by: str
+    turn_latencies: list[float]
+    barge_ins: int
+    bad_messages: int
+
+    @property
+    def duration(self) -> float: ...
