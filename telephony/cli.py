@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(f"voicebot: configuration error: {error}", file=sys.stderr)
         return 2
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     if args.command == "serve":
         return serve(settings, allow_unsigned=args.allow_unsigned)
     try:
@@ -204,6 +204,7 @@ def serve(settings: Settings, allow_unsigned: bool = False) -> int:
     import uvicorn
 
     from .app import create_app
+    from .shutdown import DrainingServer
 
     refusal = unsigned_refusal(settings, allow_unsigned)
     if refusal:
@@ -221,14 +222,16 @@ def serve(settings: Settings, allow_unsigned: bool = False) -> int:
         log.warning("TWILIO_ACCOUNT_SID/TWILIO_AUTH_TOKEN are not set: the bot hangs up by closing the media stream")
     app = create_app(settings, agent_factory=factory)
     log.info("listening on http://%s:%d (agent %s)", settings.host, settings.port, settings.agent)
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         ws_max_size=WS_MAX_MESSAGE_BYTES,
         proxy_headers=True,
         log_level=settings.log_level.lower(),
+        log_config=None,  # keep our logging set-up (and its JSON format, when chosen)
     )
+    DrainingServer(config, app, settings.shutdown_grace_s, settings.wrap_up_s).run()
     return 0
 
 

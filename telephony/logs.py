@@ -1,25 +1,54 @@
-"""Logging: every line about a call starts with ``call=<CallSid>`` so one grep shows a whole call."""
+"""Logging: every line about a call starts with ``call=<CallSid>`` so one grep shows a whole call.
+
+``VOICEBOT_LOG_FORMAT=json`` writes one JSON object per line instead (with ``call_sid`` as its own
+field), for log pipelines.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import MutableMapping
 from typing import Any
 
 
 class CallLog(logging.LoggerAdapter[logging.Logger]):
-    """A logger that prefixes each message with the call SID."""
+    """A logger that prefixes each message with the call SID (and passes it on as ``call_sid``)."""
 
     def __init__(self, logger: logging.Logger, call_sid: str = "-") -> None:
         super().__init__(logger, {"call_sid": call_sid})
 
     def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
-        return f"call={self.extra['call_sid'] if self.extra else '-'} | {msg}", kwargs
+        call_sid = self.extra["call_sid"] if self.extra else "-"
+        kwargs["extra"] = {**kwargs.get("extra", {}), "call_sid": call_sid}
+        return f"call={call_sid} | {msg}", kwargs
 
 
-def configure_logging(level: str = "INFO") -> None:
-    """Plain, greppable lines on stderr."""
-    logging.basicConfig(
-        level=level.upper(),
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-    )
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, call_sid (when known), exception."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        call_sid = getattr(record, "call_sid", None)
+        if call_sid and call_sid != "-":
+            entry["call_sid"] = call_sid
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
+    """Plain, greppable lines on stderr, or JSON lines."""
+    handler = logging.StreamHandler()
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())

@@ -105,11 +105,13 @@ def test_serve_refuses_to_listen_unprotected(monkeypatch: pytest.MonkeyPatch, tm
         monkeypatch.delenv(name, raising=False)
     assert main(["serve", "--host", "0.0.0.0"]) == 2
     assert "TWILIO_AUTH_TOKEN is not set: requests cannot be verified" in capsys.readouterr().err
-    started: list[dict] = []
-    monkeypatch.setattr("uvicorn.run", lambda app, **kwargs: started.append(kwargs))
+    started: list[str] = []
+    monkeypatch.setattr(
+        "telephony.shutdown.DrainingServer.run", lambda self, sockets=None: started.append(self.config.host)
+    )
     assert main(["serve", "--host", "0.0.0.0", "--allow-unsigned"]) == 0
     assert main(["serve", "--host", "127.0.0.1"]) == 0
-    assert [kwargs["host"] for kwargs in started] == ["0.0.0.0", "127.0.0.1"]
+    assert started == ["0.0.0.0", "127.0.0.1"]
 
 
 async def test_answering_machine_result_reaches_the_agent() -> None:

@@ -1,0 +1,71 @@
+"""What operators see and rely on: /metrics, the call limit, JSON logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import httpx
+import pytest
+import websockets
+
+from telephony.logs import CallLog, JsonFormatter
+
+from .conftest import harness
+from .fakes.model import BargeIn, Hold, Say, UserSaid, WaitForAudio
+
+
+def metric(text: str, name: str) -> float:
+    for line in text.splitlines():
+        if line.rsplit(" ", 1)[0] == name:
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+async def test_metrics_count_calls_latency_and_barge_ins() -> None:
+    script = [UserSaid("hello"), Say("hi there", 1.0, tone_hz=1000, stop=False), WaitForAudio(0.3), BargeIn(), Hold()]
+    async with harness(script) as h:
+        async with h.caller() as call:
+            await call.connect()
+            await call.silence(0.8)
+            await call.stop()
+            await call.wait_closed(3)
+        async with httpx.AsyncClient(base_url=f"http://{h.base}") as client:
+            response = await client.get("/metrics")
+    text = response.text
+    assert response.headers["content-type"].startswith("text/plain")
+    assert metric(text, 'voicebot_calls_total{ended_by="caller"}') == 1
+    assert metric(text, "voicebot_calls_active") == 0
+    assert metric(text, "voicebot_turn_latency_seconds_count") == 1
+    assert metric(text, "voicebot_barge_ins_per_call_sum") == 1
+    assert metric(text, "voicebot_call_duration_seconds_count") == 1
+
+
+async def test_beyond_the_call_limit_callers_hear_a_polite_busy_message() -> None:
+    async with harness([Hold()], max_calls=1) as h:
+        async with httpx.AsyncClient(base_url=f"http://{h.base}") as client:
+            first = await client.post("/twiml", data={"CallSid": "CA" + "1" * 32})
+            assert "<Connect>" in first.text
+            second = await client.post("/twiml", data={"CallSid": "CA" + "2" * 32})
+            assert "all our lines are busy" in second.text and "<Hangup" in second.text
+            async with h.caller() as call:
+                await call.connect()
+                await call.silence(0.2)
+                with pytest.raises(websockets.InvalidStatus):  # a stream beyond the limit is refused outright
+                    async with h.caller(call_sid="CA" + "3" * 32):
+                        pass
+                await call.stop()
+            text = (await client.get("/metrics")).text
+    assert metric(text, 'voicebot_calls_refused_total{reason="busy"}') == 1
+    assert metric(text, 'voicebot_calls_refused_total{reason="stream_over_limit"}') == 1
+
+
+def test_json_logs_carry_the_call_sid() -> None:
+    record = logging.LogRecord("telephony.session", logging.INFO, __file__, 1, "hello %s", ("world",), None)
+    adapter = CallLog(logging.getLogger("x"), "CA123")
+    message, kwargs = adapter.process("hello %s", {})
+    record.msg = message
+    record.__dict__.update(kwargs["extra"])
+    entry = json.loads(JsonFormatter().format(record))
+    assert entry["call_sid"] == "CA123" and entry["message"] == "call=CA123 | hello world"
+    assert entry["level"] == "INFO" and entry["logger"] == "telephony.session"
