@@ -13,7 +13,7 @@ from telephony.config import Settings, load_settings
 
 from .models import create_model
 from .prompt import system_prompt
-from .tools import end_conversation, transfer_tool
+from .tools import end_conversation, time_limited, transfer_tool
 
 
 def create_agent(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
@@ -27,7 +27,7 @@ def create_agent(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
         tools.append(transfer_tool(settings.transfer_to))
     return BidiAgent(
         model=create_model(settings),
-        tools=tools,
+        tools=time_limited(tools, settings.tool_timeout_s),
         system_prompt=prompt,
         name="voicebot",
     )

@@ -6,10 +6,11 @@ reach it through their ``ToolContext``. Agents used outside a call get a clear e
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Protocol
 
 from strands import tool
-from strands.types.tools import ToolContext
+from strands.types.tools import AgentTool, ToolContext, ToolGenerator, ToolSpec, ToolUse
 
 CALL_CONTROL_KEY = "voicebot_call"
 """Key of the ``CallControl`` in ``invocation_state``."""
@@ -77,3 +78,54 @@ def transfer_tool(destination: str) -> Any:
         }
 
     return transfer_call
+
+
+class ToolTimeoutError(TimeoutError):
+    """A tool ran past its time limit; the agent receives this as an error result it can speak about."""
+
+
+class TimeLimitedTool(AgentTool):
+    """Wraps a tool so a hung call (a slow API, a stuck database) cannot leave the caller in silence.
+
+    Past ``seconds`` the tool's run is cancelled and the model gets an error result telling it to
+    let the caller know. (A plain function tool runs in a worker thread, which cannot be stopped:
+    its late result is discarded.)
+    """
+
+    def __init__(self, tool: AgentTool, seconds: float) -> None:
+        super().__init__()
+        self._tool = tool
+        self._seconds = seconds
+
+    @property
+    def tool_name(self) -> str:
+        return self._tool.tool_name
+
+    @property
+    def tool_spec(self) -> ToolSpec:
+        return self._tool.tool_spec
+
+    @property
+    def tool_type(self) -> str:
+        return self._tool.tool_type
+
+    async def stream(self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any) -> ToolGenerator:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._seconds
+        events = aiter(self._tool.stream(tool_use, invocation_state, **kwargs))
+        while True:
+            try:
+                event = await asyncio.wait_for(anext(events), max(0.0, deadline - loop.time()))
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise ToolTimeoutError(
+                    f"{self.tool_name} did not finish within {self._seconds:g} seconds. "
+                    "Tell the caller it is not available right now."
+                ) from None
+            yield event
+
+
+def time_limited(tools: list[Any], seconds: float) -> list[Any]:
+    """Every tool in ``tools`` with a time limit (tools already limited are left as they are)."""
+    return [tool if isinstance(tool, TimeLimitedTool) else TimeLimitedTool(tool, seconds) for tool in tools]

@@ -55,6 +55,7 @@ class Settings:
     max_call_s: float = 3600.0
     call_warning_s: float = 60.0
     wrap_up_s: float = 20.0
+    tool_timeout_s: float = 20.0
     caller_silence_timeout_s: float = 15.0
     agent_silence_timeout_s: float = 20.0
     max_message_bytes: int = 64 * 1024
@@ -105,6 +106,7 @@ _ENV_NAMES: dict[str, str] = {
     "max_call_s": "VOICEBOT_MAX_CALL_SECONDS",
     "call_warning_s": "VOICEBOT_CALL_WARNING_SECONDS",
     "wrap_up_s": "VOICEBOT_WRAP_UP_SECONDS",
+    "tool_timeout_s": "VOICEBOT_TOOL_TIMEOUT",
     "caller_silence_timeout_s": "VOICEBOT_CALLER_SILENCE_TIMEOUT",
     "agent_silence_timeout_s": "VOICEBOT_AGENT_SILENCE_TIMEOUT",
     "max_message_bytes": "VOICEBOT_MAX_MESSAGE_BYTES",
@@ -196,7 +198,14 @@ def validate(settings: Settings) -> None:
             raise ConfigError(f"{_ENV_NAMES[name]} must be greater than 0 (seconds)")
     if not 100 <= settings.inbound_buffer_ms <= 60_000:
         raise ConfigError("VOICEBOT_INBOUND_BUFFER_MS must be between 100 and 60000")
-    for name in ("max_call_s", "wrap_up_s", "caller_silence_timeout_s", "agent_silence_timeout_s", "shutdown_grace_s"):
+    for name in (
+        "max_call_s",
+        "wrap_up_s",
+        "tool_timeout_s",
+        "caller_silence_timeout_s",
+        "agent_silence_timeout_s",
+        "shutdown_grace_s",
+    ):
         if getattr(settings, name) <= 0:
             raise ConfigError(f"{_ENV_NAMES[name]} must be greater than 0 (seconds)")
     if not 0 <= settings.call_warning_s < settings.max_call_s:

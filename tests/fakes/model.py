@@ -115,7 +115,27 @@ class Hold:
     """Do nothing more until stopped."""
 
 
-Step = WaitForAudio | WaitForText | Say | SayMore | BargeIn | UserSaid | CallTool | Fail | CloseSilently | Sleep | Hold
+@dataclass
+class Stall:
+    """``send()`` blocks for this long, as ``agent.send()`` does while the SDK swaps a connection."""
+
+    seconds: float
+
+
+Step = (
+    WaitForAudio
+    | WaitForText
+    | Say
+    | SayMore
+    | BargeIn
+    | UserSaid
+    | CallTool
+    | Fail
+    | CloseSilently
+    | Sleep
+    | Hold
+    | Stall
+)
 
 _END = object()
 
@@ -156,6 +176,7 @@ class ScriptedModel(BidiModel):
         self._changed = asyncio.Event()
         self._content_ids = itertools.count(1)
         self._last_content_id = ""
+        self._stalled_until = 0.0
 
     # --- BidiModel -------------------------------------------------------------------------------
 
@@ -199,6 +220,9 @@ class ScriptedModel(BidiModel):
             yield item
 
     async def send(self, content: Any) -> None:
+        stall = self._stalled_until - asyncio.get_running_loop().time()
+        if stall > 0:
+            await asyncio.sleep(stall)
         if isinstance(content, AudioDelta):
             self.audio_received.extend(content.source["bytes"])
         elif isinstance(content, BidiMessage):
@@ -260,6 +284,8 @@ class ScriptedModel(BidiModel):
                 await asyncio.sleep(seconds)
             case Hold():
                 await asyncio.Event().wait()
+            case Stall(seconds):
+                self._stalled_until = asyncio.get_running_loop().time() + seconds
 
     async def _say(self, step: Say) -> None:
         response_id = f"response-{next(self._content_ids)}"
