@@ -29,12 +29,13 @@ from .fakes.model import Hold, Say, WaitForAudio
 from .test_bridge import frame_hz
 
 SID = "MZ" + "2" * 32
+SILENCE = base64.b64encode(b"\xff" * 160).decode()
 VALID = [
     {"event": "connected", "protocol": "Call", "version": "1.0.0"},
     {"event": "start", "sequenceNumber": "1", "streamSid": SID, "start": {"callSid": "CA1", "accountSid": "AC1",
      "tracks": ["inbound"], "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}}},
     {"event": "media", "sequenceNumber": "2", "streamSid": SID,
-     "media": {"track": "inbound", "chunk": "1", "timestamp": "120", "payload": base64.b64encode(b"\xff" * 160).decode()}},
+     "media": {"track": "inbound", "chunk": "1", "timestamp": "120", "payload": SILENCE}},
     {"event": "mark", "sequenceNumber": "3", "streamSid": SID, "mark": {"name": "end-1"}},
     {"event": "dtmf", "sequenceNumber": "4", "streamSid": SID, "dtmf": {"track": "inbound_track", "digit": "5"}},
     {"event": "stop", "sequenceNumber": "5", "streamSid": SID, "stop": {"callSid": "CA1", "accountSid": "AC1"}},
@@ -98,8 +99,9 @@ async def _post(app: Any, path: str, form: dict[str, str], headers: dict[str, st
 
 
 forms = st.dictionaries(st.text(min_size=1, max_size=12), st.text(max_size=40), max_size=6)
-headers = st.dictionaries(st.sampled_from(["X-Twilio-Signature", "X-Forwarded-Host", "Host", "Content-Type"]),
-                          st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=40), max_size=3)  # fmt: skip
+header_names = st.sampled_from(["X-Twilio-Signature", "X-Forwarded-Host", "Host", "Content-Type"])
+header_values = st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=40)
+headers = st.dictionaries(header_names, header_values, max_size=3)
 paths = st.sampled_from(["/twiml", "/status/call", "/status/stream", "/status/amd", "/status/other"])
 
 
