@@ -205,6 +205,7 @@ def serve(settings: Settings, allow_unsigned: bool = False) -> int:
 
     from .app import create_app
     from .shutdown import DrainingServer
+    from .tracing import setup_tracing
 
     refusal = unsigned_refusal(settings, allow_unsigned)
     if refusal:
@@ -220,6 +221,7 @@ def serve(settings: Settings, allow_unsigned: bool = False) -> int:
         log.warning("PUBLIC_URL is not set: stream URLs will use the Host header of each webhook request")
     if not settings.can_use_rest:
         log.warning("TWILIO_ACCOUNT_SID/TWILIO_AUTH_TOKEN are not set: the bot hangs up by closing the media stream")
+    setup_tracing()
     app = create_app(settings, agent_factory=factory)
     log.info("listening on http://%s:%d (agent %s)", settings.host, settings.port, settings.agent)
     config = uvicorn.Config(

@@ -10,6 +10,7 @@ import pytest
 import websockets
 
 from telephony.logs import CallLog, JsonFormatter
+from telephony.tracing import setup_tracing
 
 from .conftest import harness
 from .fakes.model import BargeIn, Hold, Say, UserSaid, WaitForAudio
@@ -69,3 +70,22 @@ def test_json_logs_carry_the_call_sid() -> None:
     entry = json.loads(JsonFormatter().format(record))
     assert entry["call_sid"] == "CA123" and entry["message"] == "call=CA123 | hello world"
     assert entry["level"] == "INFO" and entry["logger"] == "telephony.session"
+
+
+def test_tracing_is_off_unless_an_otlp_endpoint_is_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    assert setup_tracing() is False
+
+
+def test_tracing_without_the_extra_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    try:
+        import opentelemetry.exporter.otlp.proto.http  # noqa: F401
+    except ImportError:
+        pass
+    else:  # pragma: no cover - only when the otel extra is installed
+        pytest.skip("the otel extra is installed")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    assert setup_tracing() is False
+    assert "uv sync --extra otel" in caplog.text
