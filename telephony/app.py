@@ -26,6 +26,7 @@ from .agent_factory import AgentFactory, load_agent_factory
 from .call_control import CallControlClient, TwilioCallControl
 from .call_info import CallInfo
 from .config import Settings
+from .latency import app_samples
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .metrics import Metrics
 from .observer import ObserverFactory
@@ -85,6 +86,7 @@ def create_app(
     metrics = metrics or Metrics()
     metrics.calls_active.set_function(lambda: len(sessions))
     admission = Admission(settings.max_calls, active=lambda: len(sessions))
+    latency = app_samples()
 
     def release_reservation(call: CallInfo) -> None:
         admission.started(call.call_sid)
@@ -104,6 +106,7 @@ def create_app(
     app.state.tokens = tokens
     app.state.metrics = metrics
     app.state.admission = admission
+    app.state.latency = latency
 
     async def verified_form(request: Request) -> FormData | None:
         """The webhook's form fields, or None when the signature does not match (logged, no secrets)."""
@@ -190,7 +193,14 @@ def create_app(
             return
         await websocket.accept()
         session = CallSession(
-            websocket, settings, factory, call_control, tokens=tokens, observers=call_observers, metrics=metrics
+            websocket,
+            settings,
+            factory,
+            call_control,
+            tokens=tokens,
+            observers=call_observers,
+            metrics=metrics,
+            latency_book=latency,
         )
         sessions.add(session)
         try:
@@ -202,6 +212,11 @@ def create_app(
     async def health() -> JSONResponse:
         status = "draining" if admission.draining else "ok"
         return JSONResponse({"status": status, "calls": len(sessions)}, status_code=503 if admission.draining else 200)
+
+    @app.get("/stats")
+    async def stats() -> JSONResponse:
+        """Bridge latency percentiles over recent calls (what the load benchmark reads)."""
+        return JSONResponse({"calls": len(sessions), "latency": latency.summary()})
 
     @app.get("/metrics")
     async def prometheus() -> Response:

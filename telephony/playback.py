@@ -40,6 +40,18 @@ class MarkRecord:
     state: MarkState = MarkState.PENDING
 
 
+Stamp = tuple[str, float]
+"""A latency measure that ends when this message is written: (measure name, monotonic start time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """The next message for the socket, and the latency measures its writing completes."""
+
+    text: str
+    stamps: tuple[Stamp, ...] = ()
+
+
 @dataclass(slots=True)
 class Utterance:
     """One stream of bot audio (one model ``content_id``)."""
@@ -57,7 +69,7 @@ class Playback:
 
     def __init__(self, stream_sid: str, mark_interval_s: float = 0.5, max_queued_frames: int = 30_000) -> None:
         self.stream_sid = stream_sid
-        self._queue: deque[str] = deque()
+        self._queue: deque[Outgoing] = deque()
         self._ready = asyncio.Event()
         self._marks: dict[str, MarkRecord] = {}
         self._names = itertools.count(1)
@@ -75,15 +87,19 @@ class Playback:
 
     # --- producers (never await) ---------------------------------------------------------------
 
-    def play(self, ulaw: bytes, utterance: str | None = None) -> int:
-        """Queue whole 160-byte frames; a progress mark follows every ``mark_interval_s`` of audio."""
+    def play(self, ulaw: bytes, utterance: str | None = None, stamps: tuple[Stamp, ...] = ()) -> int:
+        """Queue whole 160-byte frames; a progress mark follows every ``mark_interval_s`` of audio.
+
+        ``stamps`` are latency measures that end when the first of these frames is written.
+        """
         record = self._utterance(utterance)
         frames = 0
         for offset in range(0, len(ulaw) - len(ulaw) % FRAME_BYTES, FRAME_BYTES):
             if self._queued_frames >= self._max_queued_frames:
                 self.frames_dropped += 1
                 continue
-            self._queue.append(media_message(self.stream_sid, ulaw[offset : offset + FRAME_BYTES]))
+            text = media_message(self.stream_sid, ulaw[offset : offset + FRAME_BYTES])
+            self._queue.append(Outgoing(text, stamps if frames == 0 else ()))
             self._queued_frames += 1
             self._unmarked_frames += 1
             frames += 1
@@ -110,10 +126,10 @@ class Playback:
         self._enqueue_mark(MarkRecord(name=name, utterance=None, heard_seconds=0.0, final=True))
         return name
 
-    def interrupt(self) -> int:
+    def interrupt(self, stamps: tuple[Stamp, ...] = ()) -> int:
         """Barge-in: flag pending marks cleared, drop queued audio, and put ``clear`` first in line.
 
-        Returns the number of queued frames dropped.
+        Returns the number of queued frames dropped; ``stamps`` end when the clear is written.
         """
         dropped = self._queued_frames
         for record in self._marks.values():
@@ -123,7 +139,7 @@ class Playback:
             if not utterance.heard_in_full:
                 utterance.interrupted = True
         self._queue.clear()
-        self._queue.append(clear_message(self.stream_sid))
+        self._queue.append(Outgoing(clear_message(self.stream_sid), stamps))
         self._queued_frames = 0
         self._unmarked_frames = 0
         self._since_mark_s = 0.0
@@ -134,12 +150,12 @@ class Playback:
 
     # --- consumer (the writer task) ------------------------------------------------------------
 
-    async def next_message(self) -> str:
+    async def next_message(self) -> Outgoing:
         while not self._queue:
             self._ready.clear()
             await self._ready.wait()
         message = self._queue.popleft()
-        if message.startswith('{"event":"media"'):
+        if message.text.startswith('{"event":"media"'):
             self._queued_frames -= 1
             self.frames_sent += 1
             self.playout_end = max(self.playout_end, time.monotonic()) + FRAME_SECONDS
@@ -191,7 +207,7 @@ class Playback:
 
     def _enqueue_mark(self, record: MarkRecord) -> None:
         self._marks[record.name] = record
-        self._queue.append(mark_message(self.stream_sid, record.name))
+        self._queue.append(Outgoing(mark_message(self.stream_sid, record.name)))
         self._unmarked_frames = 0
         self._since_mark_s = 0.0
         self._ready.set()

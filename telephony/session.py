@@ -44,11 +44,12 @@ from .call_info import CallInfo
 from .codec import InboundAudio, OutboundAudio, ulaw_level_dbfs
 from .config import Settings
 from .inbound import InboundBuffer
+from .latency import LatencySamples
 from .logs import CallLog
 from .metrics import Metrics
 from .model_guard import guard_model_stream
 from .observer import CallObserver, ObserverFactory
-from .playback import FRAME_SECONDS, MarkState, Playback
+from .playback import FRAME_SECONDS, MarkState, Playback, Stamp
 from .protocol import (
     MAX_MESSAGE_BYTES,
     Connected,
@@ -117,6 +118,7 @@ class CallSession:
         tokens: CallTokens | None = None,
         observers: Sequence[ObserverFactory] = (),
         metrics: Metrics | None = None,
+        latency_book: LatencySamples | None = None,
     ) -> None:
         self._ws = websocket
         self._settings = settings
@@ -125,6 +127,8 @@ class CallSession:
         self._tokens = tokens
         self._observer_factories = observers
         self._metrics = metrics
+        self._latency_book = latency_book
+        self.latency = LatencySamples()
         self._observers: list[CallObserver] = []
         self._early_messages: list[str] = []
         self._apology = apology if apology is not None else load_apology()
@@ -226,6 +230,8 @@ class CallSession:
         await self._close_socket()
         if self.call is not None:
             self._log_summary()
+            if self._latency_book is not None:
+                self._latency_book.extend(self.latency)
             if self._metrics is not None:
                 self._metrics.record_call(
                     self.stats,
@@ -245,16 +251,18 @@ class CallSession:
         playback = self.playback
         inbound = self._inbound
         self._log.info(
-            "call ended | by=%s reason=%s duration=%.1fs frames_in=%d frames_out=%d barge_ins=%d "
-            "caller_audio_dropped_chunks=%d bad_messages=%d",
+            "call ended | by=%s reason=%s duration=%.1fs turns=%d barge_ins=%d frames_in=%d frames_out=%d "
+            "caller_audio_dropped_chunks=%d bad_messages=%d latency(p50/p99) %s",
             self.stats.ended_by or "unknown",
             self.stats.end_reason or "unknown",
-            time.monotonic() - self.stats.started_at,
+            self.stats.duration,
+            self.stats.turns,
+            self.stats.barge_ins,
             self.stats.frames_in,
             playback.frames_sent if playback else 0,
-            self.stats.barge_ins,
             inbound.dropped_chunks if inbound else 0,
             self.stats.bad_messages,
+            self.latency.brief() or "-",
         )
 
     # --- observers ---------------------------------------------------------------------------------
@@ -435,12 +443,21 @@ class CallSession:
         while True:
             message = await self.playback.next_message()
             try:
-                await self._ws.send_text(message)
+                await self._ws.send_text(message.text)
             except Exception as error:  # noqa: BLE001 - any send failure means the socket is gone
                 self._log.info("socket closed while sending: %r", error)
                 self._end("socket closed while sending", by="caller")
                 return
-            self._notify("twilio_sent", message)
+            if message.stamps:
+                self._record_latency(message.stamps)
+            self._notify("twilio_sent", message.text)
+
+    def _record_latency(self, stamps: tuple[Stamp, ...]) -> None:
+        now = time.monotonic()
+        for measure, since in stamps:
+            self.latency.add(measure, now - since)
+            if measure == "turn":
+                self.stats.turn_latencies.append(now - since)
 
     # --- agent side --------------------------------------------------------------------------------
 
@@ -477,13 +494,14 @@ class CallSession:
     async def _send_loop(self, agent: BidiAgent) -> None:
         assert self._inbound is not None
         while True:
-            item = await self._inbound.get()
+            item, received_at = await self._inbound.get()
             self._notify("agent_input", item)
             try:
                 if isinstance(item, str):
                     await agent.send(item)
                 else:
                     await agent.send(AudioDelta(format="pcm", source={"bytes": item}))
+                    self.latency.add("frame_to_send", time.monotonic() - received_at)
             except Exception as error:  # noqa: BLE001 - a failing model gets the apology
                 self._fail(f"agent rejected input: {error!r}", error, kind="agent_input")
                 return
@@ -537,13 +555,16 @@ class CallSession:
         if event.channels == 2:
             pcm = downmix_stereo(pcm)
         outbound = self._outbound_for(event.sample_rate)
+        stamps: list[Stamp] = [("audio_to_frame", time.monotonic())]
         if event.content_id != self._current_audio:
             self.stats.turns += 1
+            if self.stats.turns == 1:
+                stamps.append(("start_to_first_audio", self.stats.started_at))
             if self._user_turn_ended is not None:
-                self.stats.turn_latencies.append(time.monotonic() - self._user_turn_ended)
+                stamps.append(("turn", self._user_turn_ended))
                 self._user_turn_ended = None
         self._current_audio = event.content_id
-        self.playback.play(outbound.convert(pcm), utterance=event.content_id)
+        self.playback.play(outbound.convert(pcm), utterance=event.content_id, stamps=tuple(stamps))
 
     def _outbound_for(self, sample_rate: int) -> OutboundAudio:
         """The converter for this rate; a model may change rate between utterances."""
@@ -572,7 +593,7 @@ class CallSession:
         self.stats.barge_ins += 1
         if self._current_audio is not None:
             self._interrupted.add(self._current_audio)
-        dropped = self.playback.interrupt()
+        dropped = self.playback.interrupt(stamps=(("barge_in_to_clear", time.monotonic()),))
         if self._outbound_audio is not None:
             self._outbound_audio.reset()
         self._log.info("barge-in: clear sent, %d queued frames dropped", dropped)

@@ -89,3 +89,22 @@ def test_tracing_without_the_extra_says_how_to_install_it(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
     assert setup_tracing() is False
     assert "uv sync --extra otel" in caplog.text
+
+
+async def test_stats_report_the_bridge_latencies(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="telephony")
+    script = [UserSaid("hello"), Say("hi there", 1.0, tone_hz=1000, stop=False), WaitForAudio(0.3), BargeIn(), Hold()]
+    async with harness(script) as h:
+        async with h.caller() as call:
+            await call.connect()
+            await call.silence(0.8)
+            await call.stop()
+            await call.wait_closed(3)
+        async with httpx.AsyncClient(base_url=f"http://{h.base}") as client:
+            stats = (await client.get("/stats")).json()
+    latency = stats["latency"]
+    assert set(latency) == {"frame_to_send", "audio_to_frame", "barge_in_to_clear", "start_to_first_audio", "turn"}
+    assert latency["frame_to_send"]["count"] >= 30 and latency["barge_in_to_clear"]["count"] == 1
+    assert all(0 <= row["p50_ms"] <= row["p99_ms"] <= row["max_ms"] < 1000 for row in latency.values())
+    summary = next(record.getMessage() for record in caplog.records if "call ended" in record.getMessage())
+    assert "turns=1 barge_ins=1" in summary and "barge_in_to_clear=" in summary

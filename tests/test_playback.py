@@ -12,7 +12,7 @@ async def drain(playback: Playback) -> list[dict]:
     messages = []
     while True:
         try:
-            messages.append(json.loads(await asyncio.wait_for(playback.next_message(), 0.01)))
+            messages.append(json.loads((await asyncio.wait_for(playback.next_message(), 0.01)).text))
         except TimeoutError:
             return messages
 
@@ -61,3 +61,13 @@ async def test_queue_is_bounded() -> None:
     playback = Playback("MZ1", max_queued_frames=10)
     assert playback.play(b"\x00" * 160 * 15) == 10
     assert playback.frames_dropped == 5
+
+
+async def test_latency_stamps_ride_on_the_first_frame_and_the_clear() -> None:
+    playback = Playback("MZ1")
+    playback.play(b"\x01" * 160 * 3, utterance="u1", stamps=(("audio_to_frame", 1.0),))
+    first, second = await playback.next_message(), await playback.next_message()
+    assert first.stamps == (("audio_to_frame", 1.0),) and second.stamps == ()
+    playback.interrupt(stamps=(("barge_in_to_clear", 2.0),))
+    clear = await playback.next_message()
+    assert json.loads(clear.text)["event"] == "clear" and clear.stamps == (("barge_in_to_clear", 2.0),)
