@@ -28,6 +28,7 @@ import websockets
 from twilio.request_validator import RequestValidator
 
 from .codec import FRAME_BYTES
+from .observer import CallObserver
 from .security import public_url_for
 
 FRAME_SECONDS = 0.02
@@ -132,6 +133,9 @@ class SimulatedCaller:
     parameters: dict[str, str] | None = field(default_factory=lambda: {"From": "+15550001111", "To": "+15550002222"})
     speed: float = 1.0
     headers: dict[str, str] = field(default_factory=dict)
+    tap: CallObserver | None = None
+    """Sees every message as the bridge would (``twilio_received``: we sent it; ``twilio_sent``: we got it),
+    so a :class:`~telephony.recorder.CallRecorder` records the call from the caller's side."""
 
     received: list[Received] = field(default_factory=list)
     heard: list[Heard] = field(default_factory=list)
@@ -173,7 +177,10 @@ class SimulatedCaller:
     # --- what Twilio sends -----------------------------------------------------------------------
 
     async def send(self, message: dict[str, Any] | str | bytes) -> None:
-        await self._ws.send(message if isinstance(message, (str, bytes)) else json.dumps(message))
+        data = message if isinstance(message, (str, bytes)) else json.dumps(message)
+        await self._ws.send(data)
+        if self.tap is not None and isinstance(data, str):
+            self.tap.twilio_received(data)
 
     def _next_sequence(self) -> str:
         self._sequence += 1
@@ -264,6 +271,8 @@ class SimulatedCaller:
     async def _receive_loop(self) -> None:
         try:
             async for raw in self._ws:
+                if self.tap is not None and isinstance(raw, str):
+                    self.tap.twilio_sent(raw)
                 message = json.loads(raw)
                 self.received.append(Received(self.now(), message))
                 self._on_message(message)
@@ -318,6 +327,11 @@ class SimulatedCaller:
             pass
 
     # --- views -----------------------------------------------------------------------------------
+
+    @property
+    def last_timestamp(self) -> int:
+        """The media ``timestamp`` of the last frame sent (ms of stream time)."""
+        return FIRST_TIMESTAMP_MS + self._media_clock
 
     @property
     def playing(self) -> bool:

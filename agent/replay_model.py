@@ -1,0 +1,227 @@
+"""A ``BidiModel`` that plays back the agent side of a recorded call, so the call re-runs with no cloud.
+
+It emits the model's recorded events (responses, transcripts, audio, barge-ins, tool calls) in their
+recorded order. Each is released once the model has been given as much as it had been given when the
+event was recorded: seconds of caller audio, text inputs (greeting, keypresses) and tool results (see
+``input`` in :mod:`telephony.recording`). So timing follows the caller's stream, not the wall clock,
+and a replay at any speed produces the same events in the same places.
+
+Only what a *model* emits is replayed: transcript blocks, tool results and connection lifecycle events
+come from the agent itself, and tool calls run the real tools again (``end_conversation`` hangs up).
+Events recorded after the call started ending (the caller's ``stop``, our hang-up or transfer) are
+left out: they reached nobody.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from strands.bidi import BidiAgent
+from strands.bidi.models import BidiModel
+from strands.bidi.models.configs import AudioConfig, AudioStreamConfig
+from strands.bidi.types import (
+    AudioDelta,
+    BidiAudioDeltaEvent,
+    BidiAudioStartEvent,
+    BidiAudioStopEvent,
+    BidiBargeInEvent,
+    BidiConnectionStartEvent,
+    BidiMessage,
+    BidiReasoningDeltaEvent,
+    BidiReasoningStartEvent,
+    BidiReasoningStopEvent,
+    BidiResponseStartEvent,
+    BidiResponseStopEvent,
+    BidiTextDeltaEvent,
+    BidiTextStartEvent,
+    BidiTextStopEvent,
+    BidiToolUseBlocksEvent,
+    BidiTranscriptDeltaEvent,
+    BidiTranscriptStartEvent,
+    BidiTranscriptStopEvent,
+    BidiUsageEvent,
+)
+from strands.types.content import TextBlock
+from strands.types.tools import ToolResultBlock
+
+from telephony.call_info import CallInfo
+from telephony.recording import Recording
+
+from .tools import end_conversation, transfer_tool
+
+DEFAULT_RATE = 16000
+_MODEL_EVENTS: dict[str, type[Any]] = {
+    "bidi_response_start": BidiResponseStartEvent,
+    "bidi_response_stop": BidiResponseStopEvent,
+    "bidi_audio_start": BidiAudioStartEvent,
+    "bidi_audio_delta": BidiAudioDeltaEvent,
+    "bidi_audio_stop": BidiAudioStopEvent,
+    "bidi_transcript_start": BidiTranscriptStartEvent,
+    "bidi_transcript_delta": BidiTranscriptDeltaEvent,
+    "bidi_transcript_stop": BidiTranscriptStopEvent,
+    "bidi_text_start": BidiTextStartEvent,
+    "bidi_text_delta": BidiTextDeltaEvent,
+    "bidi_text_stop": BidiTextStopEvent,
+    "bidi_reasoning_start": BidiReasoningStartEvent,
+    "bidi_reasoning_delta": BidiReasoningDeltaEvent,
+    "bidi_reasoning_stop": BidiReasoningStopEvent,
+    "bidi_barge_in": BidiBargeInEvent,
+    "bidi_tool_use_blocks": BidiToolUseBlocksEvent,
+    "bidi_usage": BidiUsageEvent,
+}
+"""Events a model emits (the agent adds the rest), by their ``type``."""
+_END = object()
+_EPSILON_S = 1e-5
+
+
+@dataclass(frozen=True)
+class ReplayStep:
+    """One recorded model event and what the model had been given when it came out."""
+
+    event: dict[str, Any]
+    audio_s: float
+    texts: int
+    tool_results: int
+
+    def build(self) -> Any:
+        """The event object again, built through its own constructor."""
+        fields = {key: value for key, value in self.event.items() if key != "type"}
+        return _MODEL_EVENTS[self.event["type"]](**fields)
+
+
+def replay_steps(recording: Recording) -> list[ReplayStep]:
+    """The model events worth replaying, in order (see the module docstring for what is left out)."""
+    steps: list[ReplayStep] = []
+    for record in recording.records:
+        if _call_ending(record):
+            break
+        event = record.get("event")
+        if record.get("kind") != "agent" or not isinstance(event, dict) or event.get("type") not in _MODEL_EVENTS:
+            continue
+        given = record.get("input") or {}
+        steps.append(
+            ReplayStep(
+                event=event,
+                audio_s=float(given.get("audio_s", 0.0)),
+                texts=int(given.get("texts", 0)),
+                tool_results=int(given.get("tool_results", 0)),
+            )
+        )
+    return steps
+
+
+def _call_ending(record: dict[str, Any]) -> bool:
+    if record.get("kind") == "note":
+        return record.get("note") in ("hangup", "transfer")
+    message = record.get("message")
+    return record.get("kind") == "twilio_in" and isinstance(message, dict) and message.get("event") == "stop"
+
+
+class ReplayModel(BidiModel):
+    """Replays a recording's model events, paced by the caller audio, texts and tool results it receives."""
+
+    def __init__(self, recording: Recording | Path | str) -> None:
+        self.recording = recording if isinstance(recording, Recording) else Recording.load(recording)
+        self.steps = replay_steps(self.recording)
+        rates = self.recording.model_rates or (DEFAULT_RATE, DEFAULT_RATE)
+        self.input_rate, self.output_rate = rates
+        self._config: dict[str, Any] = {"model_id": "replay"}
+        self.audio_bytes = 0
+        self.texts: list[str] = []
+        self.tool_results = 0
+        self.emitted = 0
+        self.started = False
+        self.stopped = False
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._changed = asyncio.Event()
+        self._runner: asyncio.Task[None] | None = None
+
+    # --- BidiModel -------------------------------------------------------------------------------
+
+    def get_config(self) -> Any:
+        return self._config
+
+    def update_config(self, **model_config: Any) -> None:
+        self._config.update(model_config)
+
+    def get_audio_config(self) -> AudioConfig:
+        return AudioConfig(
+            input=AudioStreamConfig(sample_rate=self.input_rate, channels=1, format="pcm"),
+            output=AudioStreamConfig(sample_rate=self.output_rate, channels=1, format="pcm"),
+        )
+
+    async def start(self, system_prompt: str | None = None, tools: Any = None, messages: Any = None, **_: Any) -> None:
+        self.started = True
+        self._queue.put_nowait(BidiConnectionStartEvent(connection_id=str(uuid.uuid4()), model="replay"))
+        self._runner = asyncio.create_task(self._play(), name="replay-model")
+
+    async def stop(self) -> None:
+        self.stopped = True
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
+        self._queue.put_nowait(_END)
+
+    async def receive(self) -> AsyncIterator[Any]:  # type: ignore[override]
+        while True:
+            item = await self._queue.get()
+            if item is _END:
+                return  # only after stop(), as the contract requires
+            yield item
+
+    async def send(self, content: Any) -> None:
+        if isinstance(content, AudioDelta):
+            self.audio_bytes += len(content.source["bytes"])
+        elif isinstance(content, BidiMessage):
+            for block in content.content:
+                if isinstance(block, TextBlock):
+                    self.texts.append(block.text)
+                elif isinstance(block, ToolResultBlock):
+                    self.tool_results += 1
+        self._changed.set()
+
+    # --- playback --------------------------------------------------------------------------------
+
+    @property
+    def audio_seconds(self) -> float:
+        """Caller audio received so far."""
+        return self.audio_bytes / 2 / self.input_rate
+
+    def _due(self, step: ReplayStep) -> bool:
+        return (
+            self.audio_seconds >= step.audio_s - _EPSILON_S
+            and len(self.texts) >= step.texts
+            and self.tool_results >= step.tool_results
+        )
+
+    async def _play(self) -> None:
+        for step in self.steps:
+            while not self._due(step):
+                self._changed.clear()
+                await self._changed.wait()
+            self._queue.put_nowait(step.build())
+            self.emitted += 1
+            await asyncio.sleep(0)  # let the agent take each event as the live model's stream would
+
+
+def replay_agent_factory(recording: Recording | Path | str) -> Callable[[CallInfo], BidiAgent]:
+    """An agent factory (as for ``voicebot serve --agent``) whose agent replays ``recording``.
+
+    Its tools are ``end_conversation`` and, if the recorded call was transferred, ``transfer_call`` to the
+    same destination, so the recorded tool calls act again.
+    """
+    loaded = recording if isinstance(recording, Recording) else Recording.load(recording)
+    transfers = [record.get("detail", "") for record in loaded.of_kind("note") if record.get("note") == "transfer"]
+
+    def create_agent(call: CallInfo) -> BidiAgent:
+        tools: list[Any] = [end_conversation]
+        if transfers:
+            tools.append(transfer_tool(str(transfers[0])))
+        return BidiAgent(model=ReplayModel(loaded), tools=tools, system_prompt="Replay of a recorded call.")
+
+    return create_agent

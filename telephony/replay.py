@@ -1,0 +1,346 @@
+"""``voicebot replay``: play a recorded call's caller side (or a WAV) against a server, exactly as Twilio would.
+
+The simulated caller POSTs ``/twiml`` (signed when ``TWILIO_AUTH_TOKEN`` is set), follows the
+``<Stream>`` it gets back (or ``--url``), signs the upgrade, streams the caller's 20 ms frames at real
+time (or ``--speed`` times faster), echoes marks when the audio before them would have played, honours
+``clear``, and prints a progress line and a summary. ``--out DIR`` records the call as the caller saw
+it, in the same format as the server's recordings.
+
+``--offline`` needs no server: it starts the real app on a loopback port with the recorded agent side
+(:class:`agent.replay_model.ReplayModel`) and checks that the bridge sends Twilio what it sent when
+the call was recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from .call_info import CallInfo
+from .caller import SimulatedCaller, StreamTarget, answer, twilio_signature
+from .caller_script import CallerScript, Linger, play
+from .config import Settings
+from .recorder import CallRecorder, folder_name
+from .recording import EVENTS_FILE, Recording
+from .replay_report import ReplayReport
+
+PROGRESS_INTERVAL_S = 0.25
+PLAIN_PROGRESS_INTERVAL_S = 5.0
+CLOSE_WAIT_S = 5.0
+_MARK_SUFFIX = re.compile(r"-\d+$")
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    source: Path
+    url: str | None = None
+    """WebSocket URL to connect to instead of the ``<Stream url>`` from ``/twiml``."""
+    server: str | None = None
+    """Base URL to POST ``/twiml`` to (default: from ``url``, else http://VOICEBOT_HOST:VOICEBOT_PORT)."""
+    speed: float = 1.0
+    out: Path | None = None
+    offline: bool = False
+
+
+@dataclass
+class ReplayResult:
+    report: ReplayReport
+    comparison: OutboundComparison | None = None
+    recorded_in: Path | None = None
+    recording: Recording | None = None
+
+
+def load_source(source: Path) -> tuple[CallerScript, Recording | None]:
+    """A recording folder or ``events.jsonl`` (its caller side), or a WAV file (the caller's voice)."""
+    if source.suffix.lower() == ".wav":
+        return CallerScript.from_wav(source), None
+    recording = Recording.load(source)
+    return CallerScript.from_recording(recording), recording
+
+
+def twiml_server(options: ReplayOptions, settings: Settings) -> str:
+    """Where ``/twiml`` is: ``--server``, else the host of ``--url``, else the configured local address."""
+    if options.server:
+        return options.server
+    if options.url:
+        scheme, rest = options.url.split("://", 1)
+        return f"{'https' if scheme == 'wss' else 'http'}://{rest.split('/', 1)[0]}"
+    return f"http://{settings.host}:{settings.port}"
+
+
+def twilio_form(call: dict[str, Any]) -> dict[str, str]:
+    """The voice webhook's fields, as Twilio posts them for a ringing inbound call."""
+    return {
+        "CallSid": str(call.get("call_sid", "")),
+        "AccountSid": str(call.get("account_sid", "")),
+        "From": str(call.get("from", "")),
+        "To": str(call.get("to", "")),
+        "CallStatus": "ringing",
+        "Direction": "inbound",
+        "ApiVersion": "2010-04-01",
+    }
+
+
+def make_caller(
+    script: CallerScript, target: StreamTarget, url: str | None, settings: Settings, speed: float
+) -> SimulatedCaller:
+    """A caller for ``target`` (its parameters over the recorded ones), signed when a token is configured."""
+    recorded = {k: v for k, v in (script.call.get("parameters") or {}).items() if not k.startswith("voicebot")}
+    headers = {}
+    if settings.twilio_auth_token:
+        headers["X-Twilio-Signature"] = twilio_signature(settings.twilio_auth_token, target.url)
+    return SimulatedCaller(
+        url or target.url,
+        call_sid=str(script.call.get("call_sid")),
+        stream_sid=str(script.call.get("stream_sid")),
+        account_sid=str(script.call.get("account_sid") or "AC" + "0" * 32),
+        parameters={**recorded, **target.parameters},
+        speed=speed,
+        headers=headers,
+    )
+
+
+async def replay(options: ReplayOptions, settings: Settings, progress: TextIO | None = None) -> ReplayResult:
+    """Run one replay; raises ``RecordingError``/``AnswerError`` with what to fix."""
+    script, recording = load_source(options.source)
+    if options.offline:
+        if recording is None:
+            raise ValueError("--offline replays a recording's agent side: give it a recording, not a WAV file")
+        return await _replay_offline(options, settings, script, recording, progress)
+    server = twiml_server(options, settings)
+    target = await answer(server, twilio_form(script.call), settings.twilio_auth_token, settings.public_url)
+    caller = make_caller(script, target, options.url, settings, options.speed)
+    linger = Linger(quiet_s=None) if recording is not None else Linger()
+    return await _call(caller, script, linger, options.out, progress)
+
+
+async def _call(
+    caller: SimulatedCaller,
+    script: CallerScript,
+    linger: Linger,
+    out: Path | None,
+    progress: TextIO | None,
+    before_audio: Callable[[], Any] | None = None,
+) -> ReplayResult:
+    recorder = _recorder(caller, script, out) if out else None
+    caller.tap = recorder
+    report = ReplayReport(caller)
+    async with caller:
+        await caller.connect()
+        if before_audio is not None:
+            script = await before_audio()
+        ticker = asyncio.create_task(_show_progress(report, progress)) if progress else None
+        try:
+            await play(caller, script, linger)
+            if not caller.closed.is_set():
+                await asyncio.wait_for(caller.closed.wait(), CLOSE_WAIT_S)
+        except TimeoutError:
+            pass
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+                await asyncio.gather(ticker, return_exceptions=True)
+                _finish_progress(report, progress)
+    if recorder is not None:
+        by = "caller" if caller.hung_up else "agent"
+        await recorder.call_ended("replay finished", by)
+    return ReplayResult(report=report.update(), recorded_in=recorder.folder if recorder else None)
+
+
+def _recorder(caller: SimulatedCaller, script: CallerScript, out: Path) -> CallRecorder:
+    call = CallInfo(
+        call_sid=caller.call_sid,
+        stream_sid=caller.stream_sid,
+        account_sid=caller.account_sid,
+        from_number=str(script.call.get("from", "")),
+        to_number=str(script.call.get("to", "")),
+        parameters=dict(caller.parameters or {}),
+    )
+    return CallRecorder.start(call, folder_name(out, call))
+
+
+async def _show_progress(report: ReplayReport, stream: TextIO) -> None:
+    """A live line on a terminal (rewritten in place), an occasional line otherwise."""
+    live = stream.isatty()
+    interval = PROGRESS_INTERVAL_S if live else PLAIN_PROGRESS_INTERVAL_S
+    while True:
+        await asyncio.sleep(interval)
+        line = report.update().progress_line()
+        stream.write(f"\r{line}" if live else f"{line}\n")
+        stream.flush()
+
+
+def _finish_progress(report: ReplayReport, stream: TextIO) -> None:
+    if stream.isatty():
+        stream.write(f"\r{report.update().progress_line()}\n")
+        stream.flush()
+
+
+# --- offline: the recorded agent side through the real bridge ----------------------------------------
+
+
+async def _replay_offline(
+    options: ReplayOptions, settings: Settings, script: CallerScript, recording: Recording, progress: TextIO | None
+) -> ReplayResult:
+    from agent.replay_model import ReplayModel, replay_agent_factory
+
+    from .app import create_app
+
+    models: list[ReplayModel] = []
+    make_agent = replay_agent_factory(recording)
+
+    def factory(call: CallInfo) -> Any:
+        agent = make_agent(call)
+        models.append(agent.model)
+        return agent
+
+    local = offline_settings(settings, recording)
+    app = create_app(local, agent_factory=factory)
+    async with serve_app(app) as base:
+        target = await answer(f"http://{base}", twilio_form(script.call))
+        caller = make_caller(script, target, f"ws://{base}/media-stream", local, options.speed)
+
+        async def when_model_ready() -> CallerScript:
+            await wait_for(lambda: bool(models) and models[-1].started)
+            return script.without_first_frames(recording.frames_before_model)
+
+        result = await _call(caller, script, Linger(quiet_s=None), options.out, progress, when_model_ready)
+    replayed = [item.message for item in caller.received]
+    result.comparison = compare_outbound(recording.twilio_messages("twilio_out"), replayed)
+    result.recording = recording
+    return result
+
+
+def offline_settings(settings: Settings, recording: Recording) -> Settings:
+    """The environment's call behaviour, with no Twilio account and the recorded greeting (if any)."""
+    return replace(
+        settings,
+        public_url=None,
+        twilio_account_sid=None,
+        twilio_auth_token=None,
+        host="127.0.0.1",
+        greeting=recorded_greeting(recording),
+    )
+
+
+def recorded_greeting(recording: Recording) -> str:
+    """The text the bridge gave the agent before anything from the caller (the configured greeting)."""
+    for record in recording.records:
+        message = record.get("message")
+        if record.get("kind") == "twilio_in" and isinstance(message, dict) and message.get("event") == "dtmf":
+            return ""
+        if record.get("kind") == "agent_text":
+            return str(record.get("text", ""))
+    return ""
+
+
+@asynccontextmanager
+async def serve_app(app: Any) -> AsyncIterator[str]:
+    """Run ``app`` with uvicorn on an ephemeral loopback port in this event loop; yields ``host:port``."""
+    import uvicorn
+
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws_max_size=2**20, lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("the local server stopped before it started")
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the replayed agent did not start")
+        await asyncio.sleep(0.005)
+
+
+# --- did the bridge send the same thing? -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutboundComparison:
+    """The bridge's messages to Twilio, recorded vs replayed, compared in order (mark numbers ignored)."""
+
+    recorded: list[tuple[str, str]]
+    replayed: list[tuple[str, str]]
+
+    @property
+    def first_difference(self) -> int | None:
+        for index, (old, new) in enumerate(zip(self.recorded, self.replayed, strict=False)):
+            if old != new:
+                return index
+        if len(self.recorded) != len(self.replayed):
+            return min(len(self.recorded), len(self.replayed))
+        return None
+
+    @property
+    def matches(self) -> bool:
+        return self.first_difference is None
+
+    def describe(self) -> str:
+        counts = ", ".join(
+            f"{sum(1 for kind, _ in self.replayed if kind == name)} {label}"
+            for name, label in (("media", "frames"), ("mark", "marks"), ("clear", "clears"))
+        )
+        index = self.first_difference
+        if index is None:
+            return f"bridge output matches the recording ({counts})"
+        old = _describe(self.recorded, index)
+        new = _describe(self.replayed, index)
+        return f"bridge output DIFFERS from the recording at message {index + 1}: recorded {old}, replayed {new}"
+
+
+def _describe(shape: list[tuple[str, str]], index: int) -> str:
+    if index >= len(shape):
+        return "nothing more"
+    kind, detail = shape[index]
+    frames = sum(1 for item in shape[:index] if item[0] == "media")
+    return f"{kind}{f' {detail!r}' if kind == 'mark' else ''} after {frames} frames"
+
+
+def outbound_shape(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Each message to Twilio as (event, what matters): a frame's audio, a mark's label, nothing for clear."""
+    shape = []
+    for message in messages:
+        event = str(message.get("event"))
+        if event == "media":
+            payload = (message.get("media") or {}).get("payload", "")
+            shape.append((event, str(payload)))
+        elif event == "mark":
+            shape.append((event, _MARK_SUFFIX.sub("", str((message.get("mark") or {}).get("name", "")))))
+        else:
+            shape.append((event, ""))
+    return shape
+
+
+def compare_outbound(recorded: list[dict[str, Any]], replayed: list[dict[str, Any]]) -> OutboundComparison:
+    return OutboundComparison(outbound_shape(recorded), outbound_shape(replayed))
+
+
+def print_result(result: ReplayResult, source: Path, out: TextIO = sys.stdout) -> None:
+    print(f"replay of {source}", file=out)
+    for line in result.report.summary():
+        print(f"  {line}", file=out)
+    end = result.recording.end if result.recording is not None else None
+    if end is not None:
+        print(f"  recorded call: hung up by {end.get('ended_by')} ({end.get('reason')})", file=out)
+    if result.comparison is not None:
+        print(f"  {result.comparison.describe()}", file=out)
+    if result.recorded_in is not None:
+        print(f"  recorded to {result.recorded_in} ({EVENTS_FILE}, WAVs, transcript)", file=out)
