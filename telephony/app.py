@@ -30,6 +30,7 @@ from .latency import app_samples
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .metrics import Metrics
 from .observer import ObserverFactory
+from .recorder import recorder_factory
 from .security import (
     PARAMETER_NAME,
     CallTokens,
@@ -92,6 +93,9 @@ def create_app(
         admission.started(call.call_sid)
 
     call_observers = [release_reservation, *observers]
+    if settings.record_dir:
+        call_observers.append(recorder_factory(settings.record_dir))
+        log.info("recording every call under %s", settings.record_dir)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

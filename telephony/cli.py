@@ -13,12 +13,14 @@ from dataclasses import replace
 
 from twilio.base.exceptions import TwilioRestException
 
+from . import replay
 from .agent_factory import AgentFactoryError, load_agent_factory
 from .app import STREAM_PATH
 from .config import ConfigError, Settings, load_settings, validate
 from .dialer import parse_params, place_call
 from .logs import configure_logging
 from .numbers import configure_number
+from .recorder import record_dir_problem
 from .security import PARAMETER_NAME, CallTokens, public_url_for, token_secret, websocket_url
 from .session import DIAL_PARAMETER
 from .twilio_rest import rest_client
@@ -47,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="agent factory taking a telephony.CallInfo and returning a BidiAgent "
         "(env VOICEBOT_AGENT, default agent.factory:create_agent)",
     )
+    serve.add_argument(
+        "--record",
+        dest="record_dir",
+        metavar="DIR",
+        help="record every call in a folder under DIR: events, WAVs, transcript (env VOICEBOT_RECORD_DIR)",
+    )
     call = commands.add_parser("call", help="dial a number and connect the answered call to the bot")
     call.add_argument("to", help="number to call, E.164 (+15551234567), or a client:/sip: address")
     call.add_argument("--from", dest="from_", metavar="NUMBER", help="caller ID (env TWILIO_PHONE_NUMBER)")
@@ -63,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="ask Twilio to detect answering machines; the agent is told the result",
     )
     commands.add_parser("setup", help="point TWILIO_PHONE_NUMBER's voice webhook at PUBLIC_URL/twiml")
+    replay.add_arguments(
+        commands.add_parser("replay", help="play a recorded call (or a WAV) against the bot, as Twilio would")
+    )
     return parser
 
 
@@ -77,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(settings.log_level, settings.log_format)
     if args.command == "serve":
         return serve(settings, allow_unsigned=args.allow_unsigned)
+    if args.command == "replay":
+        return replay.run_command(settings, args)
     try:
         if args.command == "call":
             return asyncio.run(dial(settings, args.to, args.from_, parse_params(args.param), args.machine_detection))
@@ -167,7 +180,8 @@ async def setup(settings: Settings) -> int:
 
 def apply_overrides(settings: Settings, args: argparse.Namespace) -> Settings:
     """Command-line flags win over the environment."""
-    overrides = {name: value for name in ("host", "port", "agent") if (value := getattr(args, name, None)) is not None}
+    names = ("host", "port", "agent", "record_dir")
+    overrides = {name: value for name in names if (value := getattr(args, name, None)) is not None}
     settings = replace(settings, **overrides)
     validate(settings)
     return settings
@@ -216,6 +230,9 @@ def serve(settings: Settings, allow_unsigned: bool = False) -> int:
         factory = load_agent_factory(settings.agent)
     except AgentFactoryError as error:
         print(f"voicebot: {error}", file=sys.stderr)
+        return 2
+    if settings.record_dir and (problem := record_dir_problem(settings.record_dir)):
+        print(f"voicebot: {problem}", file=sys.stderr)
         return 2
     if not settings.public_url:
         log.warning("PUBLIC_URL is not set: stream URLs will use the Host header of each webhook request")

@@ -63,6 +63,8 @@ class Settings:
     shutdown_grace_s: float = 30.0
     log_level: str = "INFO"
     log_format: str = "text"
+    # Recording every call to disk (off unless a folder is given).
+    record_dir: str | None = None
 
     @property
     def public_host(self) -> str | None:
@@ -113,6 +115,7 @@ _ENV_NAMES: dict[str, str] = {
     "max_bad_messages": "VOICEBOT_MAX_BAD_MESSAGES",
     "shutdown_grace_s": "VOICEBOT_SHUTDOWN_GRACE",
     "log_format": "VOICEBOT_LOG_FORMAT",
+    "record_dir": "VOICEBOT_RECORD_DIR",
     "log_level": "VOICEBOT_LOG_LEVEL",
 }
 
@@ -218,5 +221,9 @@ def validate(settings: Settings) -> None:
         raise ConfigError("VOICEBOT_MAX_BAD_MESSAGES must be at least 1")
     if settings.log_format not in ("text", "json"):
         raise ConfigError(f"VOICEBOT_LOG_FORMAT={settings.log_format!r} is unknown: use text or json")
+    if settings.record_dir and Path(settings.record_dir).exists() and not Path(settings.record_dir).is_dir():
+        raise ConfigError(
+            f"VOICEBOT_RECORD_DIR={settings.record_dir!r} is a file: point it at a folder (it is created if missing)"
+        )
     if not 100 <= settings.mark_interval_ms <= 10_000:
         raise ConfigError("VOICEBOT_MARK_INTERVAL_MS must be between 100 and 10000")

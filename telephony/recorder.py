@@ -265,3 +265,16 @@ def _event_dict(event: Any) -> dict[str, Any]:
     data = dict(event) if isinstance(event, dict) else {"value": repr(event)}
     data.setdefault("type", type(event).__name__)
     return data
+
+
+def record_dir_problem(record_dir: Path | str) -> str | None:
+    """Why calls cannot be recorded under ``record_dir`` (checked once at start-up), or None."""
+    root = Path(record_dir)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".voicebot-write-test-{threading.get_ident()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        return f"cannot record calls in {root}: {error.strerror or error} (fix VOICEBOT_RECORD_DIR or --record)"
+    return None

@@ -13,7 +13,9 @@ the call was recorded.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import logging
 import re
 import sys
 import time
@@ -24,11 +26,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .call_info import CallInfo
-from .caller import SimulatedCaller, StreamTarget, answer, twilio_signature
+from .caller import AnswerError, SimulatedCaller, StreamTarget, answer, twilio_signature
 from .caller_script import CallerScript, Linger, play
 from .config import Settings
 from .recorder import CallRecorder, folder_name
-from .recording import EVENTS_FILE, Recording
+from .recording import EVENTS_FILE, Recording, RecordingError
 from .replay_report import ReplayReport
 
 PROGRESS_INTERVAL_S = 0.25
@@ -344,3 +346,48 @@ def print_result(result: ReplayResult, source: Path, out: TextIO = sys.stdout) -
         print(f"  {result.comparison.describe()}", file=out)
     if result.recorded_in is not None:
         print(f"  recorded to {result.recorded_in} ({EVENTS_FILE}, WAVs, transcript)", file=out)
+
+
+# --- the command line --------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``voicebot replay``'s arguments (the parser itself belongs to :mod:`telephony.cli`)."""
+    parser.add_argument("recording", type=Path, help="a recording folder, its events.jsonl, or a WAV of a caller")
+    parser.add_argument(
+        "--url",
+        metavar="WS_URL",
+        help="connect the media stream here (ws://... or wss://...) instead of the <Stream url> /twiml returns",
+    )
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        help="where to POST /twiml (default: the host of --url, else http://VOICEBOT_HOST:VOICEBOT_PORT)",
+    )
+    parser.add_argument("--speed", type=float, default=1.0, metavar="N", help="play N times faster than real time")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="record the call as the caller heard it, under DIR")
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="no server needed: run the bridge here with the recording's agent side, and compare what it sends",
+    )
+
+
+def run_command(settings: Settings, args: argparse.Namespace) -> int:
+    """``voicebot replay``: 0 when the replay ran (and, offline, matched the recording), 1 otherwise."""
+    if not 0 < args.speed <= 100:
+        print("voicebot replay: --speed must be between 0 and 100", file=sys.stderr)
+        return 2
+    if args.url and not args.url.startswith(("ws://", "wss://")):
+        print("voicebot replay: --url must start with ws:// or wss://", file=sys.stderr)
+        return 2
+    if args.offline:
+        logging.getLogger("telephony").setLevel(logging.ERROR)  # the local server's lines would bury the summary
+    options = ReplayOptions(args.recording, args.url, args.server, args.speed, args.out, args.offline)
+    try:
+        result = asyncio.run(replay(options, settings, progress=sys.stderr))
+    except (RecordingError, AnswerError, ValueError, OSError, TimeoutError) as error:
+        print(f"voicebot replay: {error}", file=sys.stderr)
+        return 1
+    print_result(result, args.recording)
+    return 0 if result.comparison is None or result.comparison.matches else 1
