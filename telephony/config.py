@@ -65,6 +65,9 @@ class Settings:
     log_format: str = "text"
     # Recording every call to disk (off unless a folder is given).
     record_dir: str | None = None
+    # The browser call console (off unless enabled; then it needs its own secret).
+    console: bool = False
+    console_token: str | None = field(default=None, repr=False)
 
     @property
     def public_host(self) -> str | None:
@@ -117,6 +120,8 @@ _ENV_NAMES: dict[str, str] = {
     "log_format": "VOICEBOT_LOG_FORMAT",
     "record_dir": "VOICEBOT_RECORD_DIR",
     "log_level": "VOICEBOT_LOG_LEVEL",
+    "console": "VOICEBOT_CONSOLE",
+    "console_token": "VOICEBOT_CONSOLE_TOKEN",
 }
 
 
@@ -147,6 +152,8 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
 
 def _convert(name: str, raw: str, kind: type) -> object:
     variable = _ENV_NAMES[name]
+    if kind is bool:
+        return _flag(variable, raw)
     try:
         if kind is int:
             return int(raw)
@@ -155,6 +162,15 @@ def _convert(name: str, raw: str, kind: type) -> object:
     except ValueError:
         raise ConfigError(f"{variable}={raw!r} is not a number: set it to a plain {kind.__name__}") from None
     return raw
+
+
+def _flag(variable: str, raw: str) -> bool:
+    value = raw.lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{variable}={raw!r} is not on or off: set it to 1 or 0")
 
 
 def validate(settings: Settings) -> None:
@@ -227,3 +243,8 @@ def validate(settings: Settings) -> None:
         )
     if not 100 <= settings.mark_interval_ms <= 10_000:
         raise ConfigError("VOICEBOT_MARK_INTERVAL_MS must be between 100 and 10000")
+    if settings.console and len(settings.console_token or "") < 16:
+        raise ConfigError(
+            "VOICEBOT_CONSOLE is on but VOICEBOT_CONSOLE_TOKEN is not set (or shorter than 16 characters): set it "
+            "to a long random secret, e.g. the output of `python -c 'import secrets; print(secrets.token_urlsafe(24))'`"
+        )
