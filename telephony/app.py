@@ -26,10 +26,12 @@ from .agent_factory import AgentFactory, load_agent_factory
 from .call_control import CallControlClient, TwilioCallControl
 from .call_info import CallInfo
 from .config import Settings
+from .console import console_for
 from .latency import app_samples
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .metrics import Metrics
 from .observer import ObserverFactory
+from .prewarm import Prewarmer, callinfo_from_webhook
 from .recorder import recorder_factory
 from .security import (
     PARAMETER_NAME,
@@ -47,6 +49,7 @@ log = logging.getLogger(__name__)
 
 STREAM_PATH = "/media-stream"
 FORWARDED_PARAMETERS = ("From", "To", "CallSid")
+CALL_OVER = {"completed", "busy", "failed", "no-answer", "canceled"}
 FORBIDDEN = Response(status_code=403, content="invalid or missing X-Twilio-Signature\n", media_type="text/plain")
 
 
@@ -88,6 +91,7 @@ def create_app(
     metrics.calls_active.set_function(lambda: len(sessions))
     admission = Admission(settings.max_calls, active=lambda: len(sessions))
     latency = app_samples()
+    prewarmer = Prewarmer(factory, ttl_s=settings.prewarm_ttl_s) if settings.prewarm else None
 
     def release_reservation(call: CallInfo) -> None:
         admission.started(call.call_sid)
@@ -96,10 +100,15 @@ def create_app(
     if settings.record_dir:
         call_observers.append(recorder_factory(settings.record_dir))
         log.info("recording every call under %s", settings.record_dir)
+    console = console_for(settings, admission, metrics, STREAM_PATH)
+    if console is not None:
+        call_observers.append(console.events.observer)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
+        if prewarmer is not None:
+            await prewarmer.aclose()
         close = getattr(call_control, "aclose", None)
         if close is not None:
             await close()
@@ -110,7 +119,9 @@ def create_app(
     app.state.tokens = tokens
     app.state.metrics = metrics
     app.state.admission = admission
+    app.state.console = console
     app.state.latency = latency
+    app.state.prewarmer = prewarmer
 
     async def verified_form(request: Request) -> FormData | None:
         """The webhook's form fields, or None when the signature does not match (logged, no secrets)."""
@@ -139,6 +150,8 @@ def create_app(
             metrics.calls_refused.labels(reason=refusal).inc()
             log.warning("call=%s | turned away: %s (%d calls in progress)", call_sid or "?", refusal, len(sessions))
             return Response(content=busy_twiml(refusal), media_type="application/xml")
+        if prewarmer is not None and call_sid:
+            prewarmer.warm(callinfo_from_webhook(form.get, parameters))
         if tokens is not None and call_sid:
             parameters[PARAMETER_NAME] = tokens.mint(call_sid)
         log.info("call=%s | incoming call from %s", call_sid or "?", parameters.get("From", "?"))
@@ -152,6 +165,8 @@ def create_app(
             return FORBIDDEN
         call_sid = str(form.get("CallSid", "?"))
         if kind == "call":
+            if prewarmer is not None and form.get("CallStatus") in CALL_OVER:
+                prewarmer.discard(call_sid, f"call {form.get('CallStatus')}")
             log.info(
                 "call=%s | call status %s (duration %ss)",
                 call_sid,
@@ -178,7 +193,8 @@ def create_app(
 
     @app.websocket(STREAM_PATH)
     async def media_stream(websocket: WebSocket) -> None:
-        if settings.verifies_twilio:
+        from_console = console is not None and console.admits_stream(websocket.query_params)
+        if settings.verifies_twilio and not from_console:  # a console stream carries its own token instead
             assert settings.public_url and settings.twilio_auth_token
             signature = websocket.headers.get("x-twilio-signature")
             if not verify_websocket_signature(settings.twilio_auth_token, settings.public_url, STREAM_PATH, signature):
@@ -200,11 +216,13 @@ def create_app(
             websocket,
             settings,
             factory,
-            call_control,
+            None if from_console else call_control,  # a console call has no Twilio call to hang up
             tokens=tokens,
+            console_tokens=console.access.tokens if from_console and console else None,
             observers=call_observers,
             metrics=metrics,
             latency_book=latency,
+            prewarmer=prewarmer,
         )
         sessions.add(session)
         try:
@@ -226,6 +244,8 @@ def create_app(
     async def prometheus() -> Response:
         return Response(content=metrics.render(), media_type=METRICS_CONTENT_TYPE)
 
+    if console is not None:
+        console.install(app)
     return app
 
 

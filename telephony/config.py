@@ -56,6 +56,8 @@ class Settings:
     call_warning_s: float = 60.0
     wrap_up_s: float = 20.0
     tool_timeout_s: float = 20.0
+    prewarm: bool = True
+    prewarm_ttl_s: float = 30.0
     caller_silence_timeout_s: float = 15.0
     agent_silence_timeout_s: float = 20.0
     max_message_bytes: int = 64 * 1024
@@ -112,6 +114,8 @@ _ENV_NAMES: dict[str, str] = {
     "call_warning_s": "VOICEBOT_CALL_WARNING_SECONDS",
     "wrap_up_s": "VOICEBOT_WRAP_UP_SECONDS",
     "tool_timeout_s": "VOICEBOT_TOOL_TIMEOUT",
+    "prewarm": "VOICEBOT_PREWARM",
+    "prewarm_ttl_s": "VOICEBOT_PREWARM_TTL",
     "caller_silence_timeout_s": "VOICEBOT_CALLER_SILENCE_TIMEOUT",
     "agent_silence_timeout_s": "VOICEBOT_AGENT_SILENCE_TIMEOUT",
     "max_message_bytes": "VOICEBOT_MAX_MESSAGE_BYTES",

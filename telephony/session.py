@@ -43,6 +43,7 @@ from .call_control import CallControlClient
 from .call_info import CallInfo
 from .codec import InboundAudio, OutboundAudio, ulaw_level_dbfs
 from .config import Settings
+from .console_auth import CONSOLE_PARAMETER, console_subject
 from .inbound import InboundBuffer
 from .latency import LatencySamples
 from .logs import CallLog
@@ -50,6 +51,7 @@ from .metrics import Metrics
 from .model_guard import guard_model_stream
 from .observer import CallObserver, ObserverFactory
 from .playback import FRAME_SECONDS, MarkState, Playback, Stamp
+from .prewarm import Prewarmer, WarmAgent
 from .protocol import (
     MAX_MESSAGE_BYTES,
     Connected,
@@ -116,18 +118,23 @@ class CallSession:
         call_control: CallControlClient | None = None,
         apology: bytes | None = None,
         tokens: CallTokens | None = None,
+        console_tokens: CallTokens | None = None,
         observers: Sequence[ObserverFactory] = (),
         metrics: Metrics | None = None,
         latency_book: LatencySamples | None = None,
+        prewarmer: Prewarmer | None = None,
     ) -> None:
         self._ws = websocket
         self._settings = settings
         self._agent_factory = agent_factory
         self._rest = call_control
         self._tokens = tokens
+        self._console_tokens = console_tokens
         self._observer_factories = observers
         self._metrics = metrics
         self._latency_book = latency_book
+        self._prewarmer = prewarmer
+        self._warm: WarmAgent | None = None
         self.latency = LatencySamples()
         self._observers: list[CallObserver] = []
         self._early_messages: list[str] = []
@@ -222,6 +229,9 @@ class CallSession:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._warm is not None and self._warm.task is not None:
+            self._warm.task.cancel()  # still connecting when the call ended
+            await asyncio.gather(self._warm.task, return_exceptions=True)
         if self.agent is not None:
             try:
                 await asyncio.wait_for(self.agent.stop(), AGENT_STOP_TIMEOUT_S)
@@ -327,15 +337,29 @@ class CallSession:
 
     def _admit(self, start: Start) -> bool:
         """Check the call token minted by ``/twiml``: a replayed or forged stream is closed here."""
+        params = start.custom_parameters
+        if CONSOLE_PARAMETER in params:
+            return self._admit_console(start)
         if self._tokens is None:
             return True
-        params = start.custom_parameters
         dial_id = params.get(DIAL_PARAMETER)
         subject = f"dial:{dial_id}" if dial_id else start.call_sid
         try:
             self._tokens.verify(params.get(PARAMETER_NAME), subject)
         except TokenError as error:
             log.warning("call=%s | stream refused: call token %s", start.call_sid, error.reason)
+            return False
+        return True
+
+    def _admit_console(self, start: Start) -> bool:
+        """A call from the browser console: its token is a console token, never a Twilio call token."""
+        if self._console_tokens is None:
+            log.warning("call=%s | stream refused: a console call on a stream the console did not open", start.call_sid)
+            return False
+        try:
+            self._console_tokens.verify(start.custom_parameters.get(PARAMETER_NAME), console_subject(start.call_sid))
+        except TokenError as error:
+            log.warning("call=%s | stream refused: console token %s", start.call_sid, error.reason)
             return False
         return True
 
@@ -466,21 +490,36 @@ class CallSession:
         assert self.call is not None
         try:
             async with asyncio.timeout(self._settings.agent_start_timeout_s):
-                self.agent = await build_agent(self._agent_factory, self.call)
-                guard_model_stream(self.agent.model)
-                self._open_audio_paths(self.agent)
-                await self.agent.start(invocation_state={CALL_CONTROL_KEY: self, "call": self.call})
+                agent = await self._start_agent(self.call)
         except Exception as error:  # noqa: BLE001 - any start failure gets the apology
             reason = "timed out" if isinstance(error, TimeoutError) else repr(error)
             self._fail(f"agent failed to start: {reason}", error, kind="agent_start")
             return
-        self._log.info("agent started | model=%s", getattr(self.agent.model, "model_id", "?"))
+        self._log.info(
+            "agent started | model=%s%s", getattr(agent.model, "model_id", "?"), " (pre-warmed)" if self._warm else ""
+        )
         if self._clock is not None:
             self._clock.agent_started(time.monotonic())
         if self._settings.greeting and self._inbound is not None:
             self._inbound.put_text(self._settings.greeting)
-        self._spawn(self._send_loop(self.agent), "sender")
-        await self._receive_loop(self.agent)
+        self._spawn(self._send_loop(agent), "sender")
+        await self._receive_loop(agent)
+
+    async def _start_agent(self, call: CallInfo) -> BidiAgent:
+        """The agent pre-warmed at the webhook if there is one, else one built and connected now."""
+        warm = self._prewarmer.take(call.call_sid) if self._prewarmer else None
+        if warm is None:
+            self.agent = await build_agent(self._agent_factory, call)
+            guard_model_stream(self.agent.model)
+            self._open_audio_paths(self.agent)  # caller audio is buffered while the model connects
+            await self.agent.start(invocation_state={CALL_CONTROL_KEY: self, "call": call})
+            return self.agent
+        self._warm = warm
+        warm.invocation_state["call"] = call  # now with its stream SID
+        warm.control.bind(self)
+        self.agent = await asyncio.shield(warm.built)
+        self._open_audio_paths(self.agent)
+        return await warm.started()
 
     def _open_audio_paths(self, agent: BidiAgent) -> None:
         input_rate, output_rate = model_rates(agent)

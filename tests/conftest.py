@@ -33,6 +33,7 @@ TEST_SETTINGS = Settings(
     hangup_mark_timeout_s=2.0,
     start_timeout_s=3.0,
     agent_start_timeout_s=3.0,
+    prewarm=False,  # tests that post /twiml turn it on themselves (tests/test_prewarm.py)
 )
 
 
