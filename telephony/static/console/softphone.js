@@ -1,0 +1,273 @@
+// The console's softphone: rings the bot over the same /media-stream WebSocket Twilio uses, speaking
+// Twilio's Media Streams protocol itself (connected, start, 20 ms μ-law media, mark echoes, stop), and
+// shows the call's transcript, barge-ins, tool calls and hang-up from the server's event feed.
+//
+// window.voicebotConsole exposes the call's state and counters (the browser tests read them).
+
+import { EventLog } from './event-log.js';
+
+const ACCOUNT_SID = 'AC' + '0'.repeat(32);
+const FIRST_TIMESTAMP_MS = 120; // Twilio's first media timestamp is ~100-160 ms, not 0
+
+const stats = {
+  state: 'idle', // idle -> connecting -> in-call -> ended
+  callSid: null,
+  framesSent: 0,
+  framesReceived: 0,
+  marksReceived: 0,
+  marksEchoed: 0,
+  clears: 0,
+  lastClearDroppedMs: 0,
+  maxQueuedMs: 0,
+  queuedMs: 0,
+  playedMs: 0,
+  closeCode: null,
+  endedBy: null,
+  errors: [],
+};
+window.voicebotConsole = { stats };
+
+const $ = (id) => document.getElementById(id);
+const log = new EventLog($('events'));
+
+function b64encode(bytes) {
+  let text = '';
+  for (let i = 0; i < bytes.length; i++) text += String.fromCharCode(bytes[i]);
+  return btoa(text);
+}
+
+function b64decode(text) {
+  const raw = atob(text);
+  const bytes = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  return bytes;
+}
+
+function setState(state, message) {
+  stats.state = state;
+  document.body.dataset.state = state;
+  $('status').textContent = message;
+  $('call').disabled = state === 'connecting' || state === 'in-call';
+  $('hangup').disabled = state !== 'in-call' && state !== 'connecting';
+  $('mute').disabled = state !== 'in-call';
+}
+
+class Call {
+  constructor(ticket, audio) {
+    this.ticket = ticket;
+    this.audio = audio;
+    this.sequence = 0;
+    this.chunk = 0;
+    this.closed = false;
+  }
+
+  open() {
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    this.ws = new WebSocket(`${scheme}://${location.host}${this.ticket.stream}`);
+    this.ws.onopen = () => this.begin();
+    this.ws.onmessage = (event) => this.receive(event.data);
+    this.ws.onclose = (event) => this.finish(event.code);
+    this.ws.onerror = () => stats.errors.push('websocket error');
+    this.audio.playback.port.onmessage = (event) => this.fromPlayer(event.data);
+    this.audio.capture.port.onmessage = (event) => this.sendFrame(event.data);
+  }
+
+  send(message) {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
+  }
+
+  nextSequence() {
+    this.sequence += 1;
+    return String(this.sequence);
+  }
+
+  begin() {
+    const t = this.ticket;
+    this.send({ event: 'connected', protocol: 'Call', version: '1.0.0' });
+    this.send({
+      event: 'start',
+      sequenceNumber: this.nextSequence(),
+      start: {
+        accountSid: ACCOUNT_SID,
+        streamSid: t.streamSid,
+        callSid: t.callSid,
+        tracks: ['inbound'],
+        customParameters: t.parameters,
+        mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
+      },
+      streamSid: t.streamSid,
+    });
+    this.started = true;
+    setState('in-call', 'In call');
+  }
+
+  sendFrame({ frame, level }) {
+    $('mic-level').value = Math.min(1, level * 4);
+    if (!this.started || this.closed) return;
+    this.chunk += 1;
+    stats.framesSent += 1;
+    this.send({
+      event: 'media',
+      sequenceNumber: this.nextSequence(),
+      media: {
+        track: 'inbound',
+        chunk: String(this.chunk),
+        timestamp: String(FIRST_TIMESTAMP_MS + 20 * (this.chunk - 1)),
+        payload: b64encode(frame),
+      },
+      streamSid: this.ticket.streamSid,
+    });
+  }
+
+  receive(text) {
+    let message;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      stats.errors.push('server sent a frame that is not JSON');
+      return;
+    }
+    if (message.streamSid !== this.ticket.streamSid) {
+      stats.errors.push(`message for stream ${message.streamSid}`); // Twilio would reject it (31951)
+      return;
+    }
+    const port = this.audio.playback.port;
+    if (message.event === 'media') {
+      stats.framesReceived += 1;
+      const ulaw = b64decode(message.media.payload);
+      port.postMessage({ ulaw }, [ulaw.buffer]);
+    } else if (message.event === 'mark') {
+      stats.marksReceived += 1;
+      port.postMessage({ mark: message.mark.name });
+    } else if (message.event === 'clear') {
+      stats.clears += 1;
+      port.postMessage({ clear: true });
+    } else {
+      stats.errors.push(`unexpected event ${message.event}`);
+    }
+  }
+
+  fromPlayer(data) {
+    if (data.echo !== undefined) {
+      this.echo(data.echo);
+    } else if (data.cleared) {
+      stats.lastClearDroppedMs = data.droppedMs;
+      log.playbackCleared(data.droppedMs);
+      data.marks.forEach((name) => this.echo(name));
+    } else if (data.queuedMs !== undefined) {
+      stats.queuedMs = data.queuedMs;
+      stats.playedMs = data.playedMs;
+      stats.maxQueuedMs = Math.max(stats.maxQueuedMs, data.queuedMs);
+      document.body.classList.toggle('bot-speaking', data.queuedMs > 0);
+    }
+  }
+
+  echo(name) {
+    stats.marksEchoed += 1;
+    this.send({ event: 'mark', sequenceNumber: this.nextSequence(), streamSid: this.ticket.streamSid, mark: { name } });
+  }
+
+  hangUp() {
+    if (this.closed) return;
+    this.send({
+      event: 'stop',
+      sequenceNumber: this.nextSequence(),
+      streamSid: this.ticket.streamSid,
+      stop: { accountSid: ACCOUNT_SID, callSid: this.ticket.callSid },
+    });
+    this.ws.close(1000, 'caller hung up');
+  }
+
+  finish(code) {
+    if (this.closed) return;
+    this.closed = true;
+    stats.closeCode = code;
+    this.audio.close();
+    const why = code === 1000 || code === 1005 ? '' : ` (socket closed with code ${code})`;
+    setState('ended', `Call ended${why}`);
+    document.body.classList.remove('bot-speaking');
+  }
+}
+
+class PhoneAudio {
+  static async open() {
+    const context = new AudioContext({ latencyHint: 'interactive' });
+    await context.audioWorklet.addModule('/console/static/phone-audio.js');
+    const microphone = await navigator.mediaDevices.getUserMedia({
+      audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
+    });
+    await context.resume();
+    return new PhoneAudio(context, microphone);
+  }
+
+  constructor(context, microphone) {
+    this.context = context;
+    this.microphone = microphone;
+    this.capture = new AudioWorkletNode(context, 'phone-capture', { numberOfInputs: 1, numberOfOutputs: 0 });
+    this.playback = new AudioWorkletNode(context, 'phone-playback', { numberOfInputs: 0, outputChannelCount: [1] });
+    context.createMediaStreamSource(microphone).connect(this.capture);
+    this.playback.connect(context.destination);
+  }
+
+  mute(muted) {
+    this.capture.port.postMessage({ muted });
+  }
+
+  close() {
+    this.microphone.getTracks().forEach((track) => track.stop());
+    this.context.close();
+  }
+}
+
+let call = null;
+let feed = null;
+
+async function placeCall() {
+  setState('connecting', 'Connecting…');
+  log.clear();
+  Object.assign(stats, { framesSent: 0, framesReceived: 0, marksReceived: 0, marksEchoed: 0, clears: 0 });
+  Object.assign(stats, { lastClearDroppedMs: 0, maxQueuedMs: 0, closeCode: null, endedBy: null, errors: [] });
+  let audio;
+  try {
+    audio = await PhoneAudio.open();
+  } catch (error) {
+    setState('idle', `Cannot use the microphone: ${error.message}. Allow it for this site, then call again.`);
+    return;
+  }
+  const response = await fetch('/console/session', { method: 'POST', credentials: 'same-origin' });
+  const ticket = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    audio.close();
+    setState('idle', ticket.error || `The server refused the call (HTTP ${response.status}).`);
+    return;
+  }
+  stats.callSid = ticket.callSid;
+  $('call-sid').textContent = ticket.callSid;
+  followEvents(ticket.events);
+  call = new Call(ticket, audio);
+  call.open();
+}
+
+function followEvents(url) {
+  if (feed) feed.close();
+  const source = new EventSource(url);
+  feed = source;
+  source.onmessage = (message) => {
+    const event = JSON.parse(message.data);
+    log.add(event);
+    if (event.type === 'ended') {
+      stats.endedBy = event.by;
+      source.close();
+    }
+  };
+}
+
+$('call').addEventListener('click', () => placeCall().catch((error) => setState('idle', `Call failed: ${error.message}`)));
+$('hangup').addEventListener('click', () => call && call.hangUp());
+$('mute').addEventListener('click', (event) => {
+  const muted = event.target.getAttribute('aria-pressed') !== 'true';
+  event.target.setAttribute('aria-pressed', String(muted));
+  event.target.textContent = muted ? 'Unmute' : 'Mute';
+  call && call.audio.mute(muted);
+});
+setState('idle', 'Ready: press Call and talk to the bot.');
