@@ -295,10 +295,13 @@ class OutboundComparison:
     def matches(self) -> bool:
         return self.first_difference is None
 
+    def count(self, event: str) -> int:
+        """Replayed messages of one kind."""
+        return sum(1 for kind, _ in self.replayed if kind == event)
+
     def describe(self) -> str:
         counts = ", ".join(
-            f"{sum(1 for kind, _ in self.replayed if kind == name)} {label}"
-            for name, label in (("media", "frames"), ("mark", "marks"), ("clear", "clears"))
+            _plural(self.count(kind), noun) for kind, noun in (("media", "frame"), ("mark", "mark"), ("clear", "clear"))
         )
         index = self.first_difference
         if index is None:
@@ -306,6 +309,10 @@ class OutboundComparison:
         old = _describe(self.recorded, index)
         new = _describe(self.replayed, index)
         return f"bridge output DIFFERS from the recording at message {index + 1}: recorded {old}, replayed {new}"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _describe(shape: list[tuple[str, str]], index: int) -> str:
@@ -335,7 +342,8 @@ def compare_outbound(recorded: list[dict[str, Any]], replayed: list[dict[str, An
     return OutboundComparison(outbound_shape(recorded), outbound_shape(replayed))
 
 
-def print_result(result: ReplayResult, source: Path, out: TextIO = sys.stdout) -> None:
+def print_result(result: ReplayResult, source: Path, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
     print(f"replay of {source}", file=out)
     for line in result.report.summary():
         print(f"  {line}", file=out)

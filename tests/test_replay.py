@@ -8,17 +8,25 @@ call into one of these tests.
 from __future__ import annotations
 
 import base64
+import io
+import math
+import wave
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from agent.replay_model import ReplayModel
+from telephony.caller import AnswerError
 from telephony.caller_script import CallerScript, Linger, play
+from telephony.cli import main
 from telephony.recording import EVENTS_FILE, Recording
-from telephony.replay import compare_outbound, wait_for
+from telephony.replay import ReplayOptions, compare_outbound, replay, wait_for
 
 from .audio import frame_hz
-from .conftest import harness
+from .conftest import TEST_SETTINGS, harness
+from .fakes.model import Hold, Say, ScriptedModel, UserSaid, WaitForAudio
+from .test_twilio_requests import SECURE
 
 RECORDINGS = Path(__file__).parent / "recorded_calls"
 SCENARIOS = sorted(path.parent.name for path in RECORDINGS.glob(f"*/{EVENTS_FILE}"))
@@ -104,3 +112,90 @@ async def test_a_barge_in_replays_at_the_same_point_of_the_caller_stream() -> No
     after = [item.message for item in call.received if item.at > clear_at and item.message["event"] == "media"]
     tones = {round(frame_hz(base64.b64decode(message["media"]["payload"])), -2) for message in after}
     assert after and tones <= {1000.0, 0.0}, f"stale audio after the clear: {tones}"
+
+
+# --- voicebot replay --------------------------------------------------------------------------------
+
+
+def test_voicebot_replay_offline_checks_the_bridge_against_the_recording(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", str(RECORDINGS / "goodbye"), "--offline", "--speed", "4"]) == 0
+    printed = capsys.readouterr().out
+    assert "bridge output matches the recording (25 frames, 3 marks, 0 clears)" in printed
+    assert "hung up by: bot (closed the stream, code 1000)" in printed
+    assert "recorded call: hung up by agent" in printed
+
+
+def test_a_changed_bridge_is_reported_at_the_first_differing_message() -> None:
+    recording = Recording.load(RECORDINGS / "barge_in")
+    sent = recording.twilio_messages("twilio_out")
+    clear = next(index for index, message in enumerate(sent) if message["event"] == "clear")
+    late_clear = sent[:clear] + sent[clear + 1 : clear + 3] + [sent[clear]] + sent[clear + 3 :]
+    comparison = compare_outbound(sent, late_clear)
+    assert not comparison.matches and comparison.first_difference == clear
+    assert comparison.describe().startswith(f"bridge output DIFFERS from the recording at message {clear + 1}: ")
+    renamed = [
+        dict(m, mark={"name": "end-999"}) if m["event"] == "mark" and m["mark"]["name"].startswith("end-") else m
+        for m in sent
+    ]
+    assert compare_outbound(sent, renamed).matches  # mark numbers are the bridge's business, labels are not
+
+
+def write_wav(path: Path, seconds: float, hz: float, rate: int = 16000) -> Path:
+    samples = 0.3 * 32767 * np.sin(2 * math.pi * hz * np.arange(round(seconds * rate)) / rate)
+    quiet = np.zeros(rate // 5)
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(np.concatenate([quiet, samples]).astype("<i2").tobytes())
+    return path
+
+
+async def test_a_wav_caller_against_a_server_that_checks_signatures(tmp_path: Path) -> None:
+    """POST /twiml signed over PUBLIC_URL, follow its <Stream> (token included), sign the upgrade, record."""
+    wav = write_wav(tmp_path / "hello.wav", 0.6, 500)
+    script = [WaitForAudio(0.9), UserSaid("Hello"), Say("Hello, caller", 0.5, tone_hz=1000), Hold()]
+    async with harness(script, settings=SECURE) as h:
+        options = ReplayOptions(wav, url=h.ws_url, server=f"http://{h.base}", speed=4, out=tmp_path / "out")
+        result = await replay(options, SECURE)
+        model, call_info = h.model, h.calls[0]
+    report = result.report
+    assert model.audio_seconds > 0.9 and call_info.from_number == "+15005550006"
+    assert len(report.said.turns) == 1 and len(report.heard.turns) == 1
+    (latency,) = report.latencies
+    assert 0 < latency < 1.0  # call time: from the end of the caller's tone to the bot's first frame heard
+    assert report.hung_up_by == "caller (sent stop)"  # it hung up once the bot had been quiet for 3 s
+    folder = result.recorded_in
+    assert folder is not None and (folder / "call.wav").is_file()
+    mine = Recording.load(folder)
+    assert mine.twilio_messages("twilio_out") == [item.message for item in report.caller.received]
+    assert mine.header["model"] is None  # a caller-side recording does not know the model
+
+
+async def test_an_unsigned_replay_is_refused_with_a_hint(tmp_path: Path) -> None:
+    wav = write_wav(tmp_path / "hello.wav", 0.2, 500)
+    async with harness([Hold()], settings=SECURE) as h:
+        options = ReplayOptions(wav, url=h.ws_url, server=f"http://{h.base}")
+        with pytest.raises(AnswerError, match="HTTP 403: set TWILIO_AUTH_TOKEN and PUBLIC_URL"):
+            await replay(options, TEST_SETTINGS)
+        assert h.models == []
+
+
+async def test_a_recording_replayed_against_a_live_bot_reports_turns_and_latencies() -> None:
+    """The caller side of a recording, against a server with a (scripted) model rather than the replay."""
+    script = [
+        WaitForAudio(0.5),
+        Say("Hi", 0.4, tone_hz=1000),
+        WaitForAudio(1.2),
+        Say("Noon", 0.3, tone_hz=800),
+        Hold(),
+    ]
+    async with harness(lambda: ScriptedModel(script, output_rate=8000)) as h:
+        options = ReplayOptions(RECORDINGS / "two_turns", url=h.ws_url, speed=4)
+        result = await replay(options, TEST_SETTINGS, progress=io.StringIO())
+    report = result.report
+    assert len(report.said.turns) == 2 and len(report.heard.turns) == 2
+    assert len(report.latencies) == 2 and all(0 < value < 1.0 for value in report.latencies)
+    assert report.hung_up_by == "caller (sent stop)"
+    summary = "\n".join(report.summary())
+    assert "turns: caller 2, bot 2" in summary and "barge-ins: 0" in summary
