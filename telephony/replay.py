@@ -49,6 +49,8 @@ class ReplayOptions:
     speed: float = 1.0
     out: Path | None = None
     offline: bool = False
+    record: Path | None = None
+    """Offline only: record the replayed call on the bridge's side too (a fixture of today's behaviour)."""
 
 
 @dataclass
@@ -203,7 +205,7 @@ async def _replay_offline(
         models.append(agent.model)
         return agent
 
-    local = offline_settings(settings, recording)
+    local = offline_settings(settings, recording, options.record)
     app = create_app(local, agent_factory=factory)
     async with serve_app(app) as base:
         target = await answer(f"http://{base}", twilio_form(script.call))
@@ -220,7 +222,7 @@ async def _replay_offline(
     return result
 
 
-def offline_settings(settings: Settings, recording: Recording) -> Settings:
+def offline_settings(settings: Settings, recording: Recording, record: Path | None = None) -> Settings:
     """The environment's call behaviour, with no Twilio account and the recorded greeting (if any)."""
     return replace(
         settings,
@@ -229,6 +231,7 @@ def offline_settings(settings: Settings, recording: Recording) -> Settings:
         twilio_auth_token=None,
         host="127.0.0.1",
         greeting=recorded_greeting(recording),
+        record_dir=str(record) if record else None,
     )
 
 
@@ -379,6 +382,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="no server needed: run the bridge here with the recording's agent side, and compare what it sends",
     )
+    parser.add_argument(
+        "--record",
+        type=Path,
+        metavar="DIR",
+        help="with --offline: also record the call on the bridge's side under DIR (what the bridge sends today)",
+    )
 
 
 def run_command(settings: Settings, args: argparse.Namespace) -> int:
@@ -389,9 +398,14 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
     if args.url and not args.url.startswith(("ws://", "wss://")):
         print("voicebot replay: --url must start with ws:// or wss://", file=sys.stderr)
         return 2
+    if args.record and not args.offline:
+        print(
+            "voicebot replay: --record needs --offline (a remote server records with its own --record)", file=sys.stderr
+        )
+        return 2
     if args.offline:
         logging.getLogger("telephony").setLevel(logging.ERROR)  # the local server's lines would bury the summary
-    options = ReplayOptions(args.recording, args.url, args.server, args.speed, args.out, args.offline)
+    options = ReplayOptions(args.recording, args.url, args.server, args.speed, args.out, args.offline, args.record)
     try:
         result = asyncio.run(replay(options, settings, progress=sys.stderr))
     except (RecordingError, AnswerError, ValueError, OSError, TimeoutError) as error:
