@@ -117,12 +117,18 @@ async def test_a_barge_in_replays_at_the_same_point_of_the_caller_stream() -> No
 # --- voicebot replay --------------------------------------------------------------------------------
 
 
-def test_voicebot_replay_offline_checks_the_bridge_against_the_recording(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["replay", str(RECORDINGS / "goodbye"), "--offline", "--speed", "4"]) == 0
+def test_voicebot_replay_offline_checks_the_bridge_against_the_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["replay", str(RECORDINGS / "goodbye"), "--offline", "--speed", "4", "--record", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "bridge output matches the recording (25 frames, 3 marks, 0 clears)" in printed
     assert "hung up by: bot (closed the stream, code 1000)" in printed
     assert "recorded call: hung up by agent" in printed
+    (rerecorded,) = tmp_path.iterdir()  # the bridge's side of the replay: a fixture of today's behaviour
+    assert main(["replay", str(rerecorded), "--offline", "--speed", "4"]) == 0
+    assert "bridge output matches the recording (25 frames, 3 marks, 0 clears)" in capsys.readouterr().out
+    assert main(["replay", str(rerecorded), "--record", str(tmp_path)]) == 2
 
 
 def test_a_changed_bridge_is_reported_at_the_first_differing_message() -> None:
