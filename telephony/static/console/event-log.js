@@ -47,7 +47,7 @@ export class EventLog {
         this.transcript(event);
         break;
       case 'barge_in':
-        this.entry('barge-in', event.t, `Barge-in: the caller spoke over the bot (${event.detail})`);
+        this.entry('barge-in', event.t, `Barge-in: the caller spoke over the bot; the server sent clear (${event.detail} there)`);
         break;
       case 'tool_use': {
         const input = event.input && Object.keys(event.input).length ? ` ${JSON.stringify(event.input)}` : '';
