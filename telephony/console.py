@@ -26,7 +26,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response, StreamingRes
 
 from .admission import Admission
 from .call_library import CallLibrary
-from .config import Settings
+from .config import ConfigError, Settings
 from .console_auth import CALL_QUERY, STREAM_TOKEN_QUERY, ConsoleAccess
 from .console_events import ConsoleEvents
 from .logs import CallLog
@@ -43,7 +43,8 @@ PAGE_HEADERS = {
     "img-src 'self' data:; frame-ancestors 'none'",
     "Referrer-Policy": "no-referrer",
 }
-KEEPALIVE_S = 15.0
+KEEPALIVE_S = 10.0
+"""Quiet seconds between SSE comments: how soon a closed browser tab is noticed (writes fail)."""
 REALM = 'Basic realm="voicebot console", charset="UTF-8"'
 
 
@@ -58,7 +59,8 @@ class Console:
         stream_path: str,
         record_dir: Path | str | None = None,
     ) -> None:
-        assert settings.console_token, "config.validate() requires VOICEBOT_CONSOLE_TOKEN with VOICEBOT_CONSOLE"
+        if not settings.console_token:
+            raise ConfigError("VOICEBOT_CONSOLE is on but VOICEBOT_CONSOLE_TOKEN is not set: set it to a long secret")
         self.access = ConsoleAccess(settings.console_token)
         self.events = ConsoleEvents()
         self.library = CallLibrary(record_dir) if record_dir else None
@@ -156,6 +158,8 @@ class Console:
             yield "retry: 1000\n\n"
             async for event in feed.follow(after=after, keepalive_s=KEEPALIVE_S):
                 if event is None:
+                    if self._admission.draining and feed.started_at is None:
+                        feed.finish("the server is shutting down", "server")  # never hold up the exit
                     yield ": keepalive\n\n"
                 else:
                     yield f"id: {event['seq']}\ndata: {json.dumps(event, default=str)}\n\n"

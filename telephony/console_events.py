@@ -23,8 +23,8 @@ BACKLOG = 2000
 """Events a feed keeps for late (or reconnecting) subscribers."""
 MAX_FEEDS = 64
 """Feeds kept in memory, newest first; older ones (long-ended calls) are forgotten."""
-NEVER_STARTED_S = 90.0
-"""A feed whose call has not started this long after its ticket ends with a note saying so."""
+NEVER_STARTED_S = 75.0
+"""A feed whose call has not started this long after its ticket ends (the ticket's tokens expire after 60 s)."""
 
 Event = dict[str, Any]
 

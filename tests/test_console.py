@@ -6,14 +6,17 @@ import asyncio
 import base64
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import websockets
 
+import telephony.console as console_module
 from telephony.app import create_app
 from telephony.call_info import CallInfo
+from telephony.call_library import CallLibrary
 from telephony.caller import SimulatedCaller
 from telephony.config import ConfigError, Settings, load_settings
 from telephony.console_auth import ConsoleAccess
@@ -273,3 +276,50 @@ async def test_a_slow_subscriber_never_holds_up_the_call() -> None:
     feed.finish("done", "caller")
     rest = [event async for event in follower]
     assert len(rest) == BACKLOG and rest[-1]["type"] == "ended"  # it lost the oldest events, never the end
+
+
+async def test_draining_ends_the_feed_of_a_console_call_that_never_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(console_module, "KEEPALIVE_S", 0.1)
+    async with harness([Hold()], settings=CONSOLE) as h:
+        ticket = await ticket_from(h.base)
+        h.app.state.admission.draining = True  # what SIGTERM does: the page's stream will never come now
+        events = await asyncio.wait_for(read_events(h.base, ticket["events"]), 5)
+    assert events[-1]["type"] == "ended" and events[-1]["reason"] == "the server is shutting down"
+
+
+# --- recorded calls ---------------------------------------------------------------------------------
+
+
+def test_the_library_reads_only_recording_folders_directly_under_its_root(tmp_path: Path) -> None:
+    root = tmp_path / "calls"
+    done = root / "20260101-120000-CA1"
+    done.mkdir(parents=True)
+    header = {"format": "voicebot-recording", "started_at": "2026-01-01T12:00:00.000Z", "call": {"call_sid": "CA1"}}
+    (done / "events.jsonl").write_text(json.dumps(header) + "\n")
+    transcript = {
+        "duration_s": 12.5,
+        "ended": {"reason": "agent ended the call", "by": "agent"},
+        "turns": [{"role": "bot"}, {"role": "caller"}, {"role": "tool"}, {"role": "bot"}],
+        "barge_ins": [3.2],
+    }
+    (done / "transcript.json").write_text(json.dumps(transcript))
+    (done / "call.wav").write_bytes(b"RIFF")
+    live = root / "20260101-130000-CA2"  # still being recorded: no transcript yet
+    live.mkdir()
+    (live / "events.jsonl").write_text(json.dumps(header) + "\n")
+    (root / "not-a-recording").mkdir()
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "events.jsonl").write_text("{}\n")
+
+    library = CallLibrary(root)
+    rows = library.recent()
+    assert [row.name for row in rows] == [live.name, done.name]
+    assert not rows[0].complete and rows[0].duration_s is None
+    row = rows[1]
+    assert (row.duration_s, row.turns, row.tool_calls, row.barge_ins, row.ended_by) == (12.5, 3, 1, 1, "agent")
+    assert row.has_audio and row.started_at == "2026-01-01T12:00:00.000Z"
+    assert library.audio(done.name) == done / "call.wav" and library.audio(live.name) is None
+    assert library.transcript(live.name) is None and library.transcript(done.name)["summary"]["call_sid"] == "CA1"
+    for name in ("../secret", "..", ".", "not-a-recording", "a/b", ""):
+        assert library.folder(name) is None and library.transcript(name) is None
+    assert CallLibrary(tmp_path / "missing").recent() == []

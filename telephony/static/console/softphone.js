@@ -183,6 +183,11 @@ class Call {
     this.closed = true;
     stats.closeCode = code;
     this.audio.close();
+    if (!this.started) {
+      if (feed) feed.close(); // no call, so no events will come
+      setState('idle', `The server refused the call's stream (code ${code}): see the server log.`);
+      return;
+    }
     const why = code === 1000 || code === 1005 ? '' : ` (socket closed with code ${code})`;
     setState('ended', `Call ended${why}`);
     document.body.classList.remove('bot-speaking');
