@@ -196,6 +196,10 @@ class Call {
 
 class PhoneAudio {
   static async open() {
+    if (!window.isSecureContext || !navigator.mediaDevices) {
+      // Browsers give microphones and AudioWorklets to secure pages only.
+      throw new Error(`this page is not secure: open the console over https:// (your PUBLIC_URL) or on localhost`);
+    }
     const context = new AudioContext({ latencyHint: 'interactive' });
     await context.audioWorklet.addModule('/console/static/phone-audio.js');
     const microphone = await navigator.mediaDevices.getUserMedia({
