@@ -246,6 +246,7 @@ def serve(settings: Settings, allow_unsigned: bool = False) -> int:
         host=settings.host,
         port=settings.port,
         ws_max_size=WS_MAX_MESSAGE_BYTES,
+        ws_per_message_deflate=False,  # Twilio sends small base64 frames: compression costs CPU, saves nothing
         proxy_headers=True,
         log_level=settings.log_level.lower(),
         log_config=None,  # keep our logging set-up (and its JSON format, when chosen)

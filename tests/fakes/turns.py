@@ -1,0 +1,157 @@
+"""A fast fake agent that takes turns like a voice model: for load and soak runs.
+
+It listens to the caller's audio (energy, no recognition): when the caller has spoken and then
+been quiet for ``end_of_turn_s``, it answers after ``think_s`` with ``reply_s`` of generated
+speech at its output rate, streamed faster than real time as real models do; if the caller talks
+while it is answering, it reports a barge-in and drops the rest of that answer. Optional faults
+(``fail_after_s``) exercise the bridge's apology path under load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+from strands.bidi import BidiAgent
+from strands.bidi.models import BidiModel
+from strands.bidi.models.configs import AudioConfig, AudioStreamConfig
+from strands.bidi.types import (
+    AudioDelta,
+    BidiAudioDeltaEvent,
+    BidiAudioStartEvent,
+    BidiAudioStopEvent,
+    BidiBargeInEvent,
+    BidiConnectionStartEvent,
+    BidiResponseStartEvent,
+    BidiResponseStopEvent,
+    BidiTranscriptDeltaEvent,
+    BidiTranscriptStartEvent,
+    BidiTranscriptStopEvent,
+)
+
+from agent.tools import end_conversation
+from telephony.call_info import CallInfo
+
+from .model import tone
+
+SPEECH_RMS = 500.0
+"""Mean-square level (PCM16 RMS) above which a chunk of caller audio counts as speech."""
+
+
+class TurnTakingModel(BidiModel):
+    def __init__(
+        self,
+        rate: int = 16000,
+        think_s: float = 0.2,
+        reply_s: float = 2.0,
+        end_of_turn_s: float = 0.3,
+        chunk_ms: int = 60,
+        fail_after_s: float | None = None,
+    ) -> None:
+        self._config: dict[str, Any] = {"model_id": "turn-taking"}
+        self.rate = rate
+        self.think_s, self.reply_s, self.end_of_turn_s, self.chunk_ms = think_s, reply_s, end_of_turn_s, chunk_ms
+        self.fail_after_s = fail_after_s
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._speaking = False
+        self._heard_speech = False
+        self._quiet_s = 0.0
+        self._replying: asyncio.Task[None] | None = None
+        self._fault: asyncio.TimerHandle | None = None
+        self._turn = 0
+        self.started = False
+        self.stopped = False
+
+    def get_config(self) -> Any:
+        return self._config
+
+    def update_config(self, **config: Any) -> None:
+        self._config.update(config)
+
+    def get_audio_config(self) -> AudioConfig:
+        stream = AudioStreamConfig(sample_rate=self.rate, channels=1, format="pcm")
+        return AudioConfig(input=stream, output=stream)
+
+    async def start(self, system_prompt: str | None = None, tools: Any = None, messages: Any = None, **_: Any) -> None:
+        self.started = True
+        self._queue.put_nowait(BidiConnectionStartEvent(connection_id=str(uuid.uuid4()), model="turn-taking"))
+        if self.fail_after_s is not None:
+            error = RuntimeError("injected model fault")
+            self._fault = asyncio.get_running_loop().call_later(self.fail_after_s, self._queue.put_nowait, error)
+
+    async def stop(self) -> None:
+        self.stopped = True
+        if self._fault is not None:
+            self._fault.cancel()
+        if self._replying is not None:
+            self._replying.cancel()
+            await asyncio.gather(self._replying, return_exceptions=True)
+        self._queue.put_nowait(None)
+
+    async def receive(self) -> AsyncIterator[Any]:  # type: ignore[override]
+        while (item := await self._queue.get()) is not None:
+            if isinstance(item, Exception):
+                raise item
+            yield item
+
+    async def send(self, content: Any) -> None:
+        if not isinstance(content, AudioDelta):
+            if not self._speaking:  # text (the greeting instruction, a keypress) gets an answer too
+                self._replying = asyncio.create_task(self._reply())
+            return
+        pcm = np.frombuffer(content.source["bytes"], dtype="<i2").astype(np.float32)
+        if not len(pcm):
+            return
+        voiced = float(np.dot(pcm, pcm)) > SPEECH_RMS**2 * len(pcm)
+        if voiced:
+            self._heard_speech, self._quiet_s = True, 0.0
+            if self._speaking:
+                self._barge_in()
+        elif self._heard_speech:
+            self._quiet_s += len(pcm) / self.rate
+            if self._quiet_s >= self.end_of_turn_s and not self._speaking:
+                self._heard_speech = False
+                self._replying = asyncio.create_task(self._reply())
+
+    def _barge_in(self) -> None:
+        self._speaking = False
+        if self._replying is not None:
+            self._replying.cancel()
+        self._queue.put_nowait(BidiBargeInEvent())
+
+    async def _reply(self) -> None:
+        self._turn += 1
+        self._speaking = True
+        content_id = f"turn-{self._turn}"
+        self._transcript("user", "(caller speech)")
+        await asyncio.sleep(self.think_s)
+        self._queue.put_nowait(BidiResponseStartEvent(response_id=content_id))
+        self._queue.put_nowait(BidiAudioStartEvent(content_id=content_id))
+        pcm = tone(self.reply_s, self.rate, 600 + 100 * (self._turn % 4))
+        step = self.rate * 2 * self.chunk_ms // 1000
+        for offset in range(0, len(pcm), step):
+            if not self._speaking:
+                return
+            audio = base64.b64encode(pcm[offset : offset + step]).decode()
+            self._queue.put_nowait(BidiAudioDeltaEvent(audio, "pcm", self.rate, 1, content_id))
+            await asyncio.sleep(self.chunk_ms / 1000 / 4)  # four times faster than real time
+        self._queue.put_nowait(BidiAudioStopEvent(content_id=content_id))
+        self._queue.put_nowait(BidiResponseStopEvent(response_id=content_id))
+        self._speaking = False
+
+    def _transcript(self, role: str, text: str) -> None:
+        content_id = f"transcript-{uuid.uuid4().hex[:8]}"
+        self._queue.put_nowait(BidiTranscriptStartEvent(role=role, content_id=content_id))  # type: ignore[arg-type]
+        self._queue.put_nowait(BidiTranscriptDeltaEvent(delta=text, role=role, content_id=content_id))  # type: ignore[arg-type]
+        self._queue.put_nowait(BidiTranscriptStopEvent(role=role, content_id=content_id))  # type: ignore[arg-type]
+
+
+def turn_taking_agent(call: CallInfo) -> BidiAgent:
+    """``--agent tests.fakes.turns:turn_taking_agent``; ``fault_after`` in the call's parameters injects a fault."""
+    fail_after = call.parameters.get("fault_after")
+    model = TurnTakingModel(fail_after_s=float(fail_after) if fail_after else None)
+    return BidiAgent(model=model, tools=[end_conversation], system_prompt="load test")
