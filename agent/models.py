@@ -23,6 +23,8 @@ NOVA_SAMPLE_RATE = 16000
 
 def create_model(settings: Settings) -> BidiModel:
     """Build the configured model; a missing extra gives an install hint, not a traceback."""
+    if settings.model == "local":
+        return local_model(settings)
     model_id = settings.model_id or DEFAULT_MODEL_IDS[settings.model]
     if settings.model == "nova":
         from strands.bidi.models import BedrockNovaSonicModel
@@ -44,3 +46,10 @@ def create_model(settings: Settings) -> BidiModel:
         raise RuntimeError(
             f"VOICEBOT_MODEL={settings.model} needs its extra: install with `uv sync --extra {settings.model}`"
         ) from error
+
+
+def local_model(settings: Settings) -> BidiModel:
+    """The offline model (pocketsphinx + espeak-ng, no account): for development and demos."""
+    from .offline import offline_model
+
+    return offline_model(settings)

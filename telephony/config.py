@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 DEFAULT_AGENT = "agent.factory:create_agent"
-MODEL_PROVIDERS = ("nova", "openai", "gemini")
+MODEL_PROVIDERS = ("nova", "openai", "gemini", "local")
 E164 = re.compile(r"\+[1-9][0-9]{7,14}")
 
 

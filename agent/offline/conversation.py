@@ -1,0 +1,69 @@
+"""The offline model's "thinking": from one caller input to one turn of the script. Pure logic, no I/O.
+
+Inputs are speech (what the recognisers heard) or text from the bridge: the greeting instruction at
+call start, keypresses ("The caller pressed 5 on their keypad."), or notes. Text that names a known
+phrase is that intent; any other text gets the greeting, since the only text a caller-facing bridge
+sends unprompted is the instruction to greet.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .matcher import Heard, PhraseMatcher
+from .script import Intent, Script, ToolCall
+
+__all__ = ["Conversation", "Turn"]
+
+_KEYPRESS = re.compile(r"pressed\s+([0-9*#A-D])\b", re.IGNORECASE)
+GREETING, NOT_UNDERSTOOD, UNKNOWN_KEY = "greeting", "not_understood", "unknown_key"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What to do for one input: show what was heard, maybe look something up, reply, maybe act after."""
+
+    intent: str
+    """An intent's name, or one of ``greeting``, ``not_understood``, ``unknown_key``."""
+    heard: str | None
+    """The caller's transcript to report (speech only): the matched phrase, or the raw words."""
+    reply: str
+    lookup: ToolCall | None = None
+    lookup_failed: str = ""
+    then: ToolCall | None = None
+
+    def reply_with(self, result: str) -> str:
+        """The reply with a lookup's result in place of ``{result}``."""
+        return self.reply.replace("{result}", result.strip().rstrip("."))
+
+
+class Conversation:
+    """Maps inputs to turns; remembers only which reply of each intent comes next."""
+
+    def __init__(self, script: Script, matcher: PhraseMatcher | None = None) -> None:
+        self.script = script
+        self.matcher = matcher or PhraseMatcher(script.phrases)
+        self._said: dict[str, int] = {}
+
+    def on_speech(self, heard: Heard) -> Turn:
+        match = self.matcher.match_heard(heard)
+        if match is None:
+            return Turn(NOT_UNDERSTOOD, heard.free or heard.constrained, self.script.not_understood)
+        return self._turn(self.script.intent(match.intent), heard=match.phrase)
+
+    def on_text(self, text: str) -> Turn:
+        keypress = _KEYPRESS.search(text)
+        if keypress is not None:
+            intent = self.script.intent_for_key(keypress.group(1))
+            return self._turn(intent) if intent else Turn(UNKNOWN_KEY, None, self.script.unknown_key)
+        match = self.matcher.match(text)
+        if match is None:
+            return Turn(GREETING, None, self.script.greeting)
+        return self._turn(self.script.intent(match.intent))
+
+    def _turn(self, intent: Intent, heard: str | None = None) -> Turn:
+        count = self._said.get(intent.name, 0)
+        self._said[intent.name] = count + 1
+        reply = intent.replies[count % len(intent.replies)]
+        return Turn(intent.name, heard, reply, intent.lookup, intent.lookup_failed, intent.then)
