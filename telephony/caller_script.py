@@ -14,6 +14,7 @@ import binascii
 import secrets
 import time
 import wave
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -176,15 +177,28 @@ class Linger:
     """Hang up after this long regardless."""
 
 
-async def play(caller: SimulatedCaller, script: CallerScript, linger: Linger = Linger()) -> None:
-    """Perform ``script`` on ``caller`` at real time × ``caller.speed``; stops early if the bot hangs up."""
+async def play(
+    caller: SimulatedCaller,
+    script: CallerScript,
+    linger: Linger = Linger(),
+    before_hang_up: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Perform ``script`` on ``caller`` at real time × ``caller.speed``; stops early if the bot hangs up.
+
+    ``before_hang_up`` is awaited before a scripted ``stop`` (a replay lines itself up with the bot there).
+    """
     try:
-        await _perform(caller, script, linger)
+        await _perform(caller, script, linger, before_hang_up)
     except websockets.ConnectionClosed:
         pass  # the bot hung up while we were talking: that is how calls end
 
 
-async def _perform(caller: SimulatedCaller, script: CallerScript, linger: Linger) -> None:
+async def _perform(
+    caller: SimulatedCaller,
+    script: CallerScript,
+    linger: Linger,
+    before_hang_up: Callable[[], Awaitable[None]] | None,
+) -> None:
     started = time.monotonic()
     for step in script.steps:
         due = started + step.at / caller.speed
@@ -196,6 +210,8 @@ async def _perform(caller: SimulatedCaller, script: CallerScript, linger: Linger
         elif step.kind == "dtmf":
             await caller.dtmf(step.digit)
         elif step.kind == "stop":
+            if before_hang_up is not None:
+                await before_hang_up()
             await caller.stop()
             return
     await _linger(caller, started + script.duration / caller.speed, linger)

@@ -110,8 +110,9 @@ class CallRecorder:
 
     async def call_ended(self, reason: str, ended_by: str) -> None:
         """Queue the last line and wait (off the loop) for the writer to finish the files."""
+        given = (self._audio_bytes, self._texts, self._tool_results)
         try:
-            self._queue.put_nowait(("end", time.monotonic() - self._t0, (reason, ended_by)))
+            self._queue.put_nowait(("end", time.monotonic() - self._t0, (reason, ended_by, given)))
         except queue.Full:
             self._stop(f"{self._queue.maxsize} events waiting: the disk cannot keep up")
         await asyncio.to_thread(self._thread.join, JOIN_TIMEOUT_S)
@@ -193,20 +194,26 @@ class _Writer:
             if kind == "twilio_in" and self.header is None and _is_media(record.get("message")):
                 self.frames_before_model += 1
         elif kind == "agent":
-            event, (audio_bytes, texts, tool_results) = data
-            audio_s = round(audio_bytes / 2 / self.input_rate, 6)
-            record.update(event=event, input={"audio_s": audio_s, "texts": texts, "tool_results": tool_results})
+            event, given = data
+            record.update(event=event, input=self._given(given))
         elif kind == "agent_text":
             record["text"] = data
         elif kind == "note":
             record["note"], record["detail"] = data
         elif kind == "end":
-            record["reason"], record["ended_by"] = data
+            record["reason"], record["ended_by"] = data[0], data[1]
+            if len(data) > 2:
+                record["input"] = self._given(data[2])
             self.end = record
         if self.header is None and kind in ("twilio_out", "agent", "end"):
             self._write_header(None)  # the model never declared its rates (it did not start)
         self._record(record)
         return kind == "end"
+
+    def _given(self, given: tuple[int, int, int]) -> dict[str, Any]:
+        """What the model had been given: seconds of caller audio, text inputs, tool results."""
+        audio_bytes, texts, tool_results = given
+        return {"audio_s": round(audio_bytes / 2 / self.input_rate, 6), "texts": texts, "tool_results": tool_results}
 
     def _write_header(self, rates: tuple[int, int] | None) -> None:
         if self.header is not None:

@@ -18,7 +18,8 @@ stream started (monotonic clock), and a ``kind``:
   ``texts`` and ``tool_results`` counts), which is what lets the replay model re-time it;
 - ``agent_text``: ``text``, a text input handed to the agent (greeting, keypress note);
 - ``note``: ``note`` and ``detail``, something the bridge decided (``barge_in``, ``hangup``, ``error``…);
-- ``end``: ``reason`` and ``ended_by``, the last line of a complete recording.
+- ``end``: ``reason``, ``ended_by`` and ``input`` (all the model had been given), the last line of a
+  complete recording.
 
 Audio stays as it is on the wire: base64 μ-law in Twilio messages, base64 PCM16 in agent events.
 """

@@ -19,11 +19,12 @@ import logging
 import re
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .call_info import CallInfo
 from .caller import AnswerError, SimulatedCaller, StreamTarget, answer, twilio_signature
@@ -33,9 +34,13 @@ from .recorder import CallRecorder, folder_name
 from .recording import EVENTS_FILE, Recording, RecordingError
 from .replay_report import ReplayReport
 
+if TYPE_CHECKING:
+    from agent.replay_model import ReplayModel
+
 PROGRESS_INTERVAL_S = 0.25
 PLAIN_PROGRESS_INTERVAL_S = 5.0
 CLOSE_WAIT_S = 5.0
+CATCH_UP_TIMEOUT_S = 10.0
 _MARK_SUFFIX = re.compile(r"-\d+$")
 
 
@@ -122,27 +127,25 @@ async def replay(options: ReplayOptions, settings: Settings, progress: TextIO | 
     target = await answer(server, twilio_form(script.call), settings.twilio_auth_token, settings.public_url)
     caller = make_caller(script, target, options.url, settings, options.speed)
     linger = Linger(quiet_s=None) if recording is not None else Linger()
-    return await _call(caller, script, linger, options.out, progress)
+    return await _call(caller, script, lambda: play(caller, script, linger), options.out, progress)
 
 
 async def _call(
     caller: SimulatedCaller,
     script: CallerScript,
-    linger: Linger,
+    perform: Callable[[], Awaitable[None]],
     out: Path | None,
     progress: TextIO | None,
-    before_audio: Callable[[], Any] | None = None,
 ) -> ReplayResult:
+    """Open the stream, ``perform`` the caller's part, wait for the hang-up; record and report it."""
     recorder = _recorder(caller, script, out) if out else None
     caller.tap = recorder
     report = ReplayReport(caller)
     async with caller:
         await caller.connect()
-        if before_audio is not None:
-            script = await before_audio()
         ticker = asyncio.create_task(_show_progress(report, progress)) if progress else None
         try:
-            await play(caller, script, linger)
+            await perform()
             if not caller.closed.is_set():
                 await asyncio.wait_for(caller.closed.wait(), CLOSE_WAIT_S)
         except TimeoutError:
@@ -193,7 +196,7 @@ def _finish_progress(report: ReplayReport, stream: TextIO) -> None:
 async def _replay_offline(
     options: ReplayOptions, settings: Settings, script: CallerScript, recording: Recording, progress: TextIO | None
 ) -> ReplayResult:
-    from agent.replay_model import ReplayModel, replay_agent_factory
+    from agent.replay_model import replay_agent_factory
 
     from .app import create_app
 
@@ -210,16 +213,52 @@ async def _replay_offline(
     async with serve_app(app) as base:
         target = await answer(f"http://{base}", twilio_form(script.call))
         caller = make_caller(script, target, f"ws://{base}/media-stream", local, options.speed)
-
-        async def when_model_ready() -> CallerScript:
-            await wait_for(lambda: bool(models) and models[-1].started)
-            return script.without_first_frames(recording.frames_before_model)
-
-        result = await _call(caller, script, Linger(quiet_s=None), options.out, progress, when_model_ready)
+        perform = partial(play_against_replay, caller, recording, lambda: models[-1] if models else None)
+        result = await _call(caller, script, perform, options.out, progress)
     replayed = [item.message for item in caller.received]
     result.comparison = compare_outbound(recording.twilio_messages("twilio_out"), replayed)
     result.recording = recording
     return result
+
+
+async def play_against_replay(
+    caller: SimulatedCaller, recording: Recording, model: Callable[[], ReplayModel | None]
+) -> None:
+    """The caller side of ``recording``, against a bridge whose agent replays the same recording.
+
+    Lined up with the recorded call however slowly this machine runs: the first frame goes once the model
+    has started (frames the recorded bridge dropped before its agent existed are skipped), and the caller
+    hangs up only once the model has been given the caller audio it had been given then, and the bridge has
+    sent as many messages as it had sent by then.
+    """
+    await wait_for(lambda: (current := model()) is not None and current.started)
+    replay_model = model()
+    assert replay_model is not None
+    heard = float(((recording.end or {}).get("input") or {}).get("audio_s", 0.0))
+    sent = sent_before_hang_up(recording)
+
+    def caught_up() -> bool:
+        return replay_model.audio_seconds >= heard - 1e-5 and len(caller.received) >= sent
+
+    async def wait_until_caught_up() -> None:
+        try:
+            await wait_for(caught_up, CATCH_UP_TIMEOUT_S)
+        except TimeoutError:
+            pass  # hang up anyway: the comparison shows what the bridge did not send
+
+    script = CallerScript.from_recording(recording).without_first_frames(recording.frames_before_model)
+    await play(caller, script, Linger(quiet_s=None), before_hang_up=wait_until_caught_up)
+
+
+def sent_before_hang_up(recording: Recording) -> int:
+    """How many messages the bridge had sent when the caller's ``stop`` arrived (all of them if none did)."""
+    sent = 0
+    for record in recording.records:
+        message = record.get("message")
+        if record.get("kind") == "twilio_in" and isinstance(message, dict) and message.get("event") == "stop":
+            break
+        sent += record.get("kind") == "twilio_out"
+    return sent
 
 
 def offline_settings(settings: Settings, recording: Recording, record: Path | None = None) -> Settings:
@@ -271,7 +310,7 @@ async def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise TimeoutError("the replayed agent did not start")
+            raise TimeoutError(f"the replayed agent was not ready within {timeout:g}s")
         await asyncio.sleep(0.005)
 
 

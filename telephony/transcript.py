@@ -26,6 +26,7 @@ TRANSCRIPT_FILE = "transcript.json"
 class _BotTurn:
     tag: int
     created: float
+    order: int
     text: list[str] = field(default_factory=list)
     sent_frames: int = 0
 
@@ -45,6 +46,7 @@ class TranscriptBuilder:
     _transcript_starts: dict[str, float] = field(default_factory=dict)
     _tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     _last_t: float = 0.0
+    _order: int = 0
 
     def add(self, record: dict[str, Any]) -> None:
         at = float(record.get("t", 0.0))
@@ -65,7 +67,7 @@ class TranscriptBuilder:
             self.audio.add(record)
 
     def _bot_turn(self, at: float) -> _BotTurn:
-        self._current = _BotTurn(tag=len(self.bots), created=at)
+        self._current = _BotTurn(tag=len(self.bots), created=at, order=self._next_order())
         self.bots.append(self._current)
         return self._current
 
@@ -82,6 +84,7 @@ class TranscriptBuilder:
         elif kind == "bidi_tool_use_blocks":
             for use in event.get("tool_uses") or []:
                 tool = {"role": "tool", "name": use.get("name"), "input": use.get("input"), "start": at, "end": None}
+                tool["_order"] = self._next_order()
                 self._tools[str(use.get("toolUseId"))] = tool
                 self.others.append(tool)
         elif kind == "tool_result":
@@ -89,6 +92,10 @@ class TranscriptBuilder:
             tool = self._tools.get(str(result.get("toolUseId")))
             if tool is not None:
                 tool["end"], tool["status"] = at, result.get("status")
+
+    def _next_order(self) -> int:
+        self._order += 1
+        return self._order
 
     def _on_transcript(self, at: float, event: dict[str, Any]) -> None:
         text = str(event.get("transcript", "")).strip()
@@ -98,7 +105,8 @@ class TranscriptBuilder:
             (self._current or self._bot_turn(at)).text.append(text)
             return
         start = self._transcript_starts.get(str(event.get("content_id")), at)
-        self.others.append({"role": "caller", "text": text, "start": round(start, 3), "end": round(at, 3)})
+        turn = {"role": "caller", "text": text, "start": round(start, 3), "end": round(at, 3)}
+        self.others.append(turn | {"_order": self._next_order()})
 
     def _on_note(self, at: float, note: str, detail: str) -> None:
         self.notes.append({"t": round(at, 3), "note": note, "detail": detail})
@@ -109,9 +117,11 @@ class TranscriptBuilder:
         turns = [self._bot_dict(turn) for turn in self.bots if turn.sent_frames or turn.text]
         for other in self.others:
             turns.append({key: round(value, 3) if isinstance(value, float) else value for key, value in other.items()})
-        turns.sort(key=lambda turn: turn["start"] if turn["start"] is not None else turn.get("_created", 0.0))
+        # By start time; a tie (same millisecond) keeps the order things happened in.
+        turns.sort(key=lambda turn: (turn["start"] if turn["start"] is not None else turn["_created"], turn["_order"]))
         for turn in turns:
             turn.pop("_created", None)
+            turn.pop("_order", None)
         return {
             "call_sid": (header.get("call") or {}).get("call_sid"),
             "started_at": header.get("started_at"),
@@ -134,4 +144,5 @@ class TranscriptBuilder:
             "heard_s": round(heard_s, 3),
             "interrupted": heard_s < sent_s - 0.0201,
             "_created": turn.created,
+            "_order": turn.order,
         }

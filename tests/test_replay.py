@@ -18,10 +18,9 @@ import pytest
 
 from agent.replay_model import ReplayModel
 from telephony.caller import AnswerError
-from telephony.caller_script import CallerScript, Linger, play
 from telephony.cli import main
 from telephony.recording import EVENTS_FILE, Recording
-from telephony.replay import ReplayOptions, compare_outbound, replay, wait_for
+from telephony.replay import ReplayOptions, compare_outbound, play_against_replay, replay
 
 from .audio import frame_hz
 from .conftest import TEST_SETTINGS, harness
@@ -35,7 +34,6 @@ SPEED = 4.0
 
 async def replay_through_bridge(recording: Recording, speed: float = SPEED):
     """Run the recording's two sides against the real app; returns the simulated caller."""
-    script = CallerScript.from_recording(recording)
     call_info = recording.call
     async with harness(lambda: ReplayModel(recording)) as h:
         async with h.caller(
@@ -45,8 +43,7 @@ async def replay_through_bridge(recording: Recording, speed: float = SPEED):
             speed=speed,
         ) as call:
             await call.connect()
-            await wait_for(lambda: bool(h.models) and h.model.started)
-            await play(call, script.without_first_frames(recording.frames_before_model), Linger(quiet_s=None, max_s=10))
+            await play_against_replay(call, recording, lambda: h.models[-1] if h.models else None)
             await call.wait_closed(5)
     return call
 
