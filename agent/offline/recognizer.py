@@ -60,7 +60,6 @@ class PhraseRecognizer:
                 self._decoder.add_word(word if index == 0 else f"{word}({index + 1})", phones, False)
         self._decoder.add_jsgf_string(_CONSTRAINED, _grammar("phrases", [f"( {p} )" for p in self.phrases]))
         self._add_word_model(self.phrases)
-        self._rng = np.random.default_rng(0)
         self._lock = threading.Lock()  # a thread left over from a stopped call may still be decoding
 
     def _add_word_model(self, phrases: list[str]) -> None:
@@ -89,7 +88,7 @@ class PhraseRecognizer:
 
     def _with_noise_floor(self, pcm16: bytes) -> bytes:
         samples = np.frombuffer(pcm16[: len(pcm16) & ~1], dtype="<i2").astype(np.float64)
-        samples += self._rng.normal(0.0, NOISE_FLOOR_RMS, samples.size)
+        samples += np.random.default_rng(0).normal(0.0, NOISE_FLOOR_RMS, samples.size)  # same audio, same result
         return np.clip(np.rint(samples), -32768, 32767).astype("<i2").tobytes()
 
 

@@ -82,7 +82,7 @@ FRONT_DESK = Script(
     intents=(
         Intent(
             name="time",
-            phrases=("what time is it", "what's the time", "tell me the time"),
+            phrases=("what time is it", "what is the time", "tell me the time"),
             keys=("1",),
             lookup=ToolCall("current_time", fallback=spoken_time),
             replies=("It is {result}.",),
@@ -109,7 +109,7 @@ FRONT_DESK = Script(
         ),
         Intent(
             name="help",
-            phrases=("help me", "what can you do", "what can i say"),
+            phrases=("help me", "what can you do"),
             replies=(
                 "I can tell you the time, tell you a joke, or say goodbye. "
                 "You can also press 1 for the time, or 2 for a joke.",
