@@ -2,9 +2,10 @@
 
 The page rings the bot over ``/media-stream`` (Twilio signatures on, so the console's own token must
 get it in), hears the greeting, shows the transcript, has its playback cleared by a barge-in, and is
-hung up on by the bot's goodbye; then the calls page lists the recording and plays it. The bot is the
-scripted fake model (tests/fakes/model.py): deterministic, and the page's audio path is the same for any
-model. Screenshots go to tests/artifacts/console/ (git-ignored).
+hung up on by the bot's goodbye; then the calls page lists the recording and plays it. Two bots: the
+scripted fake model (tests/fakes/model.py), deterministic enough to check the protocol closely, and the
+offline model (agent.offline: pocketsphinx + espeak-ng), talked to with real speech said into the fake
+microphone. Screenshots and timings go to tests/artifacts/console/ (git-ignored).
 
 Needs Chromium (Debian's ``chromium``; ``.ci/run`` installs it) and Playwright's Python package (dev
 dependency; its own browser download is never used). Skipped, saying why, where either is missing.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import time
 import wave
@@ -28,8 +30,11 @@ import httpx
 import numpy as np
 import pytest
 
+from telephony.app import create_app
+from telephony.config import Settings
+
 from .audio import dominant_hz, pcm
-from .conftest import TEST_SETTINGS, harness
+from .conftest import TEST_SETTINGS, harness, serve
 from .fakes.model import BargeIn, CallTool, Hold, Say, UserSaid, WaitForAudio
 
 playwright_api = pytest.importorskip(
@@ -246,3 +251,58 @@ async def test_the_caller_hangs_up_from_the_page(tmp_path: Path) -> None:
         assert final["endedBy"] == "caller" and errors == []
         await page.locator(".entry.ended", has_text="Call ended by caller").wait_for(timeout=STEP_TIMEOUT_MS)
     assert h.models[0].stopped
+
+
+def write_caller_wav(path: Path, lines: list[tuple[float, str]], total_s: float, rate: int = 16000) -> Path:
+    """The caller's side of a conversation, spoken by espeak-ng: each line starts at its time (seconds)."""
+    from agent.offline import CALLER_VOICE, Synthesizer
+
+    voice = Synthesizer(CALLER_VOICE, sample_rate=rate)
+    audio = np.zeros(int(total_s * rate), dtype=np.int16)
+    for start_s, text in lines:
+        speech = np.frombuffer(voice.synthesize(text), dtype="<i2")
+        start = int(start_s * rate)
+        audio[start : start + len(speech)] = speech[: len(audio) - start]
+    with wave.open(str(path), "wb") as file:
+        file.setnchannels(1)
+        file.setsampwidth(2)
+        file.setframerate(rate)
+        file.writeframes(audio.tobytes())
+    return path
+
+
+async def test_talking_with_the_offline_model_from_the_console(tmp_path: Path) -> None:
+    """Real speech both ways: espeak-ng says the caller's lines into the page's microphone, the offline
+    model (pocketsphinx + espeak-ng) hears them through 8 kHz μ-law, answers, uses its clock tool and
+    hangs up on goodbye. The caller's first line talks over the bot's greeting."""
+    from agent.offline import create_agent as offline_agent
+
+    lines = [(2.5, "what time is it"), (9.0, "goodbye")]
+    microphone = write_caller_wav(tmp_path / "caller.wav", lines, total_s=30.0)
+    settings = replace(
+        TEST_SETTINGS,
+        console=True,
+        console_token=SECRET,
+        greeting=Settings().greeting,  # the offline bot greets when told the caller is connected
+        hangup_grace_s=0.3,
+        start_timeout_s=5.0,
+        agent_start_timeout_s=10.0,
+    )
+    app = create_app(settings, agent_factory=lambda call: offline_agent(call, settings))
+    async with serve(app) as base, console_browser(microphone) as (context, _):
+        page, errors = await open_page(context, f"http://{base}/console")
+        started = time.monotonic()
+        await page.click("#call")
+        await page.locator(".entry.turn.caller", has_text="what time is it").wait_for(timeout=STEP_TIMEOUT_MS)
+        await page.locator(".entry.tool", has_text="current_time").wait_for(timeout=STEP_TIMEOUT_MS)
+        answer = page.locator(".entry.turn.bot .text", has_text=re.compile(r"^It is \d"))
+        await answer.wait_for(timeout=STEP_TIMEOUT_MS)
+        await page.screenshot(path=ARTIFACTS / "6-offline-model-in-call.png", full_page=True)
+        await wait_for_stats(page, "s.state === 'ended' && s.endedBy !== null")
+        record_timing("offline_model_call_s", time.monotonic() - started)
+        await page.locator(".entry.turn.caller", has_text="goodbye").wait_for(timeout=STEP_TIMEOUT_MS)
+        await page.screenshot(path=ARTIFACTS / "7-offline-model-ended.png", full_page=True)
+        final = await stats(page)
+        assert final["endedBy"] == "agent" and final["errors"] == [] and errors == []
+        assert final["clears"] >= 1, "the caller's first line talked over the greeting: playback must be cleared"
+        assert await page.locator(".entry.barge-in").count() >= 1
