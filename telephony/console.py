@@ -57,13 +57,12 @@ class Console:
         admission: Admission,
         metrics: Metrics,
         stream_path: str,
-        record_dir: Path | str | None = None,
     ) -> None:
         if not settings.console_token:
             raise ConfigError("VOICEBOT_CONSOLE is on but VOICEBOT_CONSOLE_TOKEN is not set: set it to a long secret")
         self.access = ConsoleAccess(settings.console_token)
         self.events = ConsoleEvents()
-        self.library = CallLibrary(record_dir) if record_dir else None
+        self.library = CallLibrary(settings.record_dir) if settings.record_dir else None
         self._admission = admission
         self._metrics = metrics
         self._stream_path = stream_path
@@ -197,4 +196,4 @@ def console_for(settings: Settings, admission: Admission, metrics: Metrics, stre
     """The console when ``VOICEBOT_CONSOLE`` is on (reading recordings from the record folder, if set)."""
     if not settings.console:
         return None
-    return Console(settings, admission, metrics, stream_path, settings.record_dir)
+    return Console(settings, admission, metrics, stream_path)

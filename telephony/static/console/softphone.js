@@ -201,12 +201,18 @@ class PhoneAudio {
       throw new Error(`this page is not secure: open the console over https:// (your PUBLIC_URL) or on localhost`);
     }
     const context = new AudioContext({ latencyHint: 'interactive' });
-    await context.audioWorklet.addModule('/console/static/phone-audio.js');
-    const microphone = await navigator.mediaDevices.getUserMedia({
-      audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
-    });
-    await context.resume();
-    return new PhoneAudio(context, microphone);
+    try {
+      await context.audioWorklet.addModule('/console/static/phone-audio.js');
+      const microphone = await navigator.mediaDevices.getUserMedia({
+        audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
+      });
+      await context.resume();
+      return new PhoneAudio(context, microphone);
+    } catch (error) {
+      context.close();
+      if (error.name === 'NotAllowedError') throw new Error('the microphone was refused: allow it for this site');
+      throw error;
+    }
   }
 
   constructor(context, microphone) {
@@ -234,13 +240,15 @@ let feed = null;
 async function placeCall() {
   setState('connecting', 'Connecting…');
   log.clear();
+  $('mute').setAttribute('aria-pressed', 'false');
+  $('mute').textContent = 'Mute';
   Object.assign(stats, { framesSent: 0, framesReceived: 0, marksReceived: 0, marksEchoed: 0, clears: 0 });
   Object.assign(stats, { lastClearDroppedMs: 0, maxQueuedMs: 0, closeCode: null, endedBy: null, errors: [] });
   let audio;
   try {
     audio = await PhoneAudio.open();
   } catch (error) {
-    setState('idle', `Cannot use the microphone: ${error.message}. Allow it for this site, then call again.`);
+    setState('idle', `Cannot use the microphone: ${error.message}. Then call again.`);
     return;
   }
   const response = await fetch('/console/session', { method: 'POST', credentials: 'same-origin' });
