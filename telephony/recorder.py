@@ -153,6 +153,7 @@ class CallRecorder:
                     return
                 if self._queue.empty():
                     writer.flush()
+                time.sleep(0)  # hand the GIL back to the event loop after each record, not every 5 ms
         except OSError as error:
             self._stop(
                 f"cannot write {error.filename or self.folder or self.requested_folder}: {error.strerror or error}"
