@@ -83,11 +83,16 @@ def write_microphone_wav(path: Path, seconds: float = 20.0, rate: int = 48000) -
     t = np.arange(int(seconds * rate)) / rate
     envelope = 0.55 + 0.45 * np.sin(2 * np.pi * 4 * t)
     signal = 0.4 * envelope * np.sin(2 * np.pi * MIC_TONE_HZ * t)
+    return write_wav(path, (signal * 32767).astype("<i2"), rate)
+
+
+def write_wav(path: Path, samples: np.ndarray, rate: int) -> Path:
+    """16-bit mono WAV, the format Chromium's fake microphone reads."""
     with wave.open(str(path), "wb") as file:
         file.setnchannels(1)
         file.setsampwidth(2)
         file.setframerate(rate)
-        file.writeframes((signal * 32767).astype("<i2").tobytes())
+        file.writeframes(samples.astype("<i2").tobytes())
     return path
 
 
@@ -263,12 +268,7 @@ def write_caller_wav(path: Path, lines: list[tuple[float, str]], total_s: float,
         speech = np.frombuffer(voice.synthesize(text), dtype="<i2")
         start = int(start_s * rate)
         audio[start : start + len(speech)] = speech[: len(audio) - start]
-    with wave.open(str(path), "wb") as file:
-        file.setnchannels(1)
-        file.setsampwidth(2)
-        file.setframerate(rate)
-        file.writeframes(audio.tobytes())
-    return path
+    return write_wav(path, audio, rate)
 
 
 async def test_talking_with_the_offline_model_from_the_console(tmp_path: Path) -> None:
