@@ -29,6 +29,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -83,14 +84,15 @@ def proc_rss_mb(pid: int) -> float:
     return int(match.group(1)) / 1024 if match else 0.0
 
 
-async def start_server(port: int) -> asyncio.subprocess.Process:
+async def start_server(port: int, log_level: str = "WARNING", log: Any = None) -> asyncio.subprocess.Process:
+    """`voicebot serve` with the turn-taking fake agent, pinned to CPU 0; its log goes to ``log`` if given."""
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "AWS_EC2_METADATA_DISABLED": "true",
         "VOICEBOT_PORT": str(port),
         "VOICEBOT_MAX_CALLS": "1000",
-        "VOICEBOT_LOG_LEVEL": "WARNING",
+        "VOICEBOT_LOG_LEVEL": log_level,
         "VOICEBOT_GREETING": "Greet the caller.",
         "VOICEBOT_CALLER_SILENCE_TIMEOUT": "30",
     }
@@ -98,7 +100,7 @@ async def start_server(port: int) -> asyncio.subprocess.Process:
         env.pop(name, None)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "telephony.cli", "serve", "--agent", "tests.fakes.turns:turn_taking_agent",
-        cwd=ROOT, env=env, preexec_fn=lambda: os.sched_setaffinity(0, {0}),
+        cwd=ROOT, env=env, preexec_fn=lambda: os.sched_setaffinity(0, {0}), stderr=log,
     )  # fmt: skip
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
         for _ in range(300):

@@ -13,6 +13,7 @@ With ``TWILIO_AUTH_TOKEN`` set, every request from Twilio must carry a valid sig
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -238,7 +239,9 @@ def create_app(
     @app.get("/stats")
     async def stats() -> JSONResponse:
         """Bridge latency percentiles over recent calls (what the load benchmark reads)."""
-        return JSONResponse({"calls": len(sessions), "latency": latency.summary()})
+        return JSONResponse(
+            {"calls": len(sessions), "tasks": len(asyncio.all_tasks()), "latency": latency.summary()}
+        )
 
     @app.get("/metrics")
     async def prometheus() -> Response:

@@ -229,6 +229,7 @@ class CallSession:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self._close_socket()  # first: the line is free at once, whatever the agent's teardown takes
         if self._warm is not None and self._warm.task is not None:
             self._warm.task.cancel()  # still connecting when the call ended
             await asyncio.gather(self._warm.task, return_exceptions=True)
@@ -237,7 +238,6 @@ class CallSession:
                 await asyncio.wait_for(self.agent.stop(), AGENT_STOP_TIMEOUT_S)
             except Exception as error:  # noqa: BLE001 - shutdown must finish whatever the agent does
                 self._log.warning("agent did not stop cleanly: %r", error)
-        await self._close_socket()
         if self.call is not None:
             self._log_summary()
             if self._latency_book is not None:
