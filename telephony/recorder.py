@@ -25,6 +25,7 @@ from .call_info import CallInfo
 from .logs import CallLog
 from .observer import ObserverFactory
 from .recording import EVENTS_FILE, encode_line, header
+from .security import PARAMETER_NAME
 from .transcript import TRANSCRIPT_FILE, TranscriptBuilder
 
 log = logging.getLogger(__name__)
@@ -194,6 +195,7 @@ class _Writer:
                 record["raw"] = data
             if kind == "twilio_in" and self.header is None and _is_media(record.get("message")):
                 self.frames_before_model += 1
+            _redact_token(record.get("message"))
         elif kind == "agent":
             event, given = data
             record.update(event=event, input=self._given(given))
@@ -262,6 +264,14 @@ def _make_folder(wanted: Path) -> Path:
             continue
         return folder
     raise FileExistsError(f"too many recordings named {wanted}")
+
+
+def _redact_token(message: Any) -> None:
+    """Call tokens (single-use, but credentials all the same) stay out of recordings."""
+    start = message.get("start") if isinstance(message, dict) and message.get("event") == "start" else None
+    parameters = start.get("customParameters") if isinstance(start, dict) else None
+    if isinstance(parameters, dict) and PARAMETER_NAME in parameters:
+        parameters[PARAMETER_NAME] = "(redacted)"
 
 
 def _is_media(message: Any) -> bool:

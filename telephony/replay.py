@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import re
 import sys
@@ -146,10 +147,8 @@ async def _call(
         ticker = asyncio.create_task(_show_progress(report, progress)) if progress else None
         try:
             await perform()
-            if not caller.closed.is_set():
-                await asyncio.wait_for(caller.closed.wait(), CLOSE_WAIT_S)
-        except TimeoutError:
-            pass
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(caller.closed.wait(), CLOSE_WAIT_S)  # the bot closes after our stop
         finally:
             if ticker is not None:
                 ticker.cancel()
@@ -168,7 +167,7 @@ def _recorder(caller: SimulatedCaller, script: CallerScript, out: Path) -> CallR
         account_sid=caller.account_sid,
         from_number=str(script.call.get("from", "")),
         to_number=str(script.call.get("to", "")),
-        parameters=dict(caller.parameters or {}),
+        parameters={k: v for k, v in (caller.parameters or {}).items() if not k.startswith("voicebot")},
     )
     return CallRecorder.start(call, folder_name(out, call))
 

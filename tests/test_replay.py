@@ -21,6 +21,7 @@ from telephony.caller import AnswerError
 from telephony.cli import main
 from telephony.recording import EVENTS_FILE, Recording
 from telephony.replay import ReplayOptions, compare_outbound, play_against_replay, replay
+from telephony.security import PARAMETER_NAME
 
 from .audio import frame_hz
 from .conftest import TEST_SETTINGS, harness
@@ -173,6 +174,9 @@ async def test_a_wav_caller_against_a_server_that_checks_signatures(tmp_path: Pa
     mine = Recording.load(folder)
     assert mine.twilio_messages("twilio_out") == [item.message for item in report.caller.received]
     assert mine.header["model"] is None  # a caller-side recording does not know the model
+    start = next(message for message in mine.twilio_messages("twilio_in") if message["event"] == "start")
+    assert start["start"]["customParameters"][PARAMETER_NAME] == "(redacted)"  # the call token was real
+    assert PARAMETER_NAME not in mine.call["parameters"]
 
 
 async def test_an_unsigned_replay_is_refused_with_a_hint(tmp_path: Path) -> None:
