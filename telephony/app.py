@@ -239,9 +239,7 @@ def create_app(
     @app.get("/stats")
     async def stats() -> JSONResponse:
         """Bridge latency percentiles over recent calls (what the load benchmark reads)."""
-        return JSONResponse(
-            {"calls": len(sessions), "tasks": len(asyncio.all_tasks()), "latency": latency.summary()}
-        )
+        return JSONResponse({"calls": len(sessions), "tasks": len(asyncio.all_tasks()), "latency": latency.summary()})
 
     @app.get("/metrics")
     async def prometheus() -> Response:

@@ -10,6 +10,7 @@ import secrets
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from twilio.base.exceptions import TwilioRestException
 
@@ -71,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="ask Twilio to detect answering machines; the agent is told the result",
     )
     commands.add_parser("setup", help="point TWILIO_PHONE_NUMBER's voice webhook at PUBLIC_URL/twiml")
+    demo = commands.add_parser("demo", help="a simulated phone call to the offline bot: no accounts, no network")
+    demo.add_argument("--interactive", action="store_true", help="type what the caller says")
+    demo.add_argument(
+        "--out", metavar="DIR", default="recordings", help="where the call's recording goes (default ./recordings)"
+    )
     replay.add_arguments(
         commands.add_parser("replay", help="play a recorded call (or a WAV) against the bot, as Twilio would")
     )
@@ -88,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(settings.log_level, settings.log_format)
     if args.command == "serve":
         return serve(settings, allow_unsigned=args.allow_unsigned)
+    if args.command == "demo":
+        return run_demo_command(settings, args)
     if args.command == "replay":
         return replay.run_command(settings, args)
     try:
@@ -212,6 +220,13 @@ def unsigned_refusal(settings: Settings, allow_unsigned: bool) -> str | None:
         f"{settings.host}. Set TWILIO_AUTH_TOKEN (and PUBLIC_URL), listen on 127.0.0.1, or pass "
         "--allow-unsigned for local testing."
     )
+
+
+def run_demo_command(settings: Settings, args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    logging.getLogger().setLevel(logging.WARNING)  # the demo prints the conversation itself
+    return asyncio.run(run_demo(settings, Path(args.out), interactive=args.interactive))
 
 
 def serve(settings: Settings, allow_unsigned: bool = False) -> int:

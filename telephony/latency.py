@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import deque
 
 MEASURES = ("frame_to_send", "audio_to_frame", "barge_in_to_clear", "start_to_first_audio", "turn")
-_CALL_SAMPLES = 2_000
-_APP_SAMPLES = 200_000
+_CALL_SAMPLES = 1_000
+_APP_SAMPLES = 20_000
 
 
 class LatencySamples:

@@ -5,9 +5,18 @@ Built with the SDK's TwiML builder, which escapes every value.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from twilio.twiml.voice_response import Connect, Dial, Stream, VoiceResponse
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+"""Characters XML 1.0 cannot carry at all, escaped or not: the builder would emit a broken document."""
+
+
+def xml_safe(value: str) -> str:
+    """``value`` without characters XML cannot hold (webhook fields are caller-controlled)."""
+    return _NOT_XML.sub("", value)
 
 
 def connect_twiml(url: str, parameters: Mapping[str, str], status_callback: str | None = None) -> str:
@@ -18,7 +27,7 @@ def connect_twiml(url: str, parameters: Mapping[str, str], status_callback: str 
     options = {"status_callback": status_callback, "status_callback_method": "POST"} if status_callback else {}
     stream = Stream(url=url, **options)
     for name, value in parameters.items():
-        stream.parameter(name=name, value=value)
+        stream.parameter(name=xml_safe(name), value=xml_safe(value))
     connect.append(stream)
     response.append(connect)
     return str(response)

@@ -55,3 +55,13 @@ async def test_health() -> None:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         response = await client.get("/health")
     assert response.json() == {"status": "ok", "calls": 0}
+
+
+async def test_characters_xml_cannot_hold_are_dropped_not_echoed_into_broken_twiml() -> None:
+    response = await post_twiml(TEST_SETTINGS, {"CallSid": "\x1fCA1\x00", "From": "+1555\x0b0001111"})
+    stream = ET.fromstring(response.text).find("Connect/Stream")
+    assert stream is not None
+    assert {p.get("name"): p.get("value") for p in stream.findall("Parameter")} == {
+        "CallSid": "CA1",
+        "From": "+15550001111",
+    }
