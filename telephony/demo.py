@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from .app import create_app
 from .call_info import CallInfo
 from .caller import SimulatedCaller, answer
 from .codec import pcm16_to_ulaw
@@ -116,9 +117,18 @@ async def run_demo(
     def agent_factory(call: CallInfo) -> Any:
         return create_agent(call, local)
 
-    logging.getLogger("telephony").setLevel(logging.ERROR)  # the printer tells the story; no server chatter
     printer = Printer(out)
-    app = create_app_for_demo(local, agent_factory, [recorder_factory(record_dir), lambda call: printer])
+    app = create_app(local, agent_factory=agent_factory, observers=[recorder_factory(record_dir), lambda call: printer])
+    quiet = logging.getLogger("telephony")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # the printer tells the story; no server chatter
+    try:
+        return await _call(app, record_dir, interactive, out, script)
+    finally:
+        quiet.setLevel(level)
+
+
+async def _call(app: Any, record_dir: Path, interactive: bool, out: TextIO, script: tuple[CallerLine, ...]) -> int:
     voice = await asyncio.to_thread(Voice)
     print("voicebot demo: a simulated phone call to the offline bot (8 kHz μ-law, Twilio's protocol)", file=out)
     async with serve_app(app) as base:
@@ -150,12 +160,6 @@ async def run_demo(
     if folders:
         print(f"  recording: {folders[-1]} (call.wav: caller left, bot right; transcript.json)", file=out)
     return 0
-
-
-def create_app_for_demo(settings: Settings, agent_factory: Any, observers: list[Any]) -> Any:
-    from .app import create_app
-
-    return create_app(settings, agent_factory=agent_factory, observers=observers)
 
 
 class PhoneLine:
