@@ -58,6 +58,7 @@ class Settings:
     tool_timeout_s: float = 20.0
     prewarm: bool = True
     prewarm_ttl_s: float = 30.0
+    pace_lead_ms: int = 0
     caller_silence_timeout_s: float = 15.0
     agent_silence_timeout_s: float = 20.0
     max_message_bytes: int = 64 * 1024
@@ -116,6 +117,7 @@ _ENV_NAMES: dict[str, str] = {
     "tool_timeout_s": "VOICEBOT_TOOL_TIMEOUT",
     "prewarm": "VOICEBOT_PREWARM",
     "prewarm_ttl_s": "VOICEBOT_PREWARM_TTL",
+    "pace_lead_ms": "VOICEBOT_PACE_LEAD_MS",
     "caller_silence_timeout_s": "VOICEBOT_CALLER_SILENCE_TIMEOUT",
     "agent_silence_timeout_s": "VOICEBOT_AGENT_SILENCE_TIMEOUT",
     "max_message_bytes": "VOICEBOT_MAX_MESSAGE_BYTES",
@@ -233,6 +235,8 @@ def validate(settings: Settings) -> None:
             raise ConfigError(f"{_ENV_NAMES[name]} must be greater than 0 (seconds)")
     if not 0 <= settings.call_warning_s < settings.max_call_s:
         raise ConfigError("VOICEBOT_CALL_WARNING_SECONDS must be at least 0 and less than VOICEBOT_MAX_CALL_SECONDS")
+    if not 0 <= settings.pace_lead_ms <= 10_000:
+        raise ConfigError("VOICEBOT_PACE_LEAD_MS must be between 0 (off: send as fast as the model speaks) and 10000")
     if settings.max_calls < 1:
         raise ConfigError("VOICEBOT_MAX_CALLS must be at least 1")
     if not 1024 <= settings.max_message_bytes <= 1024 * 1024:

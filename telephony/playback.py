@@ -67,8 +67,17 @@ class Utterance:
 class Playback:
     """Outbound message queue for one stream, with mark bookkeeping."""
 
-    def __init__(self, stream_sid: str, mark_interval_s: float = 0.5, max_queued_frames: int = 30_000) -> None:
+    def __init__(
+        self,
+        stream_sid: str,
+        mark_interval_s: float = 0.5,
+        max_queued_frames: int = 30_000,
+        pace_lead_s: float | None = None,
+    ) -> None:
         self.stream_sid = stream_sid
+        # None: hand frames to the socket as fast as they come (Twilio buffers them). A number: keep at most
+        # this much audio ahead of real time in Twilio's buffer (benchmarks/pacing.py: why it is off by default).
+        self._pace_lead_s = pace_lead_s
         self._queue: deque[Outgoing] = deque()
         self._ready = asyncio.Event()
         self._marks: dict[str, MarkRecord] = {}
@@ -151,15 +160,30 @@ class Playback:
     # --- consumer (the writer task) ------------------------------------------------------------
 
     async def next_message(self) -> Outgoing:
-        while not self._queue:
-            self._ready.clear()
-            await self._ready.wait()
+        while True:
+            while not self._queue:
+                self._ready.clear()
+                await self._ready.wait()
+            hold = self._pace_hold()
+            if hold <= 0:
+                break
+            self._ready.clear()  # woken early by a clear (barge-in) or new audio; then look again
+            try:
+                await asyncio.wait_for(self._ready.wait(), hold)
+            except TimeoutError:
+                pass
         message = self._queue.popleft()
         if message.text.startswith('{"event":"media"'):
             self._queued_frames -= 1
             self.frames_sent += 1
             self.playout_end = max(self.playout_end, time.monotonic()) + FRAME_SECONDS
         return message
+
+    def _pace_hold(self) -> float:
+        """Seconds to wait before the next frame when pacing; 0 for anything but media."""
+        if self._pace_lead_s is None or not self._queue[0].text.startswith('{"event":"media"'):
+            return 0.0
+        return self.playout_end - self._pace_lead_s - time.monotonic()
 
     # --- echoes from Twilio ----------------------------------------------------------------------
 

@@ -368,7 +368,11 @@ class CallSession:
         self._log = CallLog(log, start.call_sid)
         if start.media_format.encoding != "audio/x-mulaw" or start.media_format.sample_rate != 8000:
             self._log.warning("unexpected media format %s; treating audio as μ-law 8 kHz", start.media_format)
-        self.playback = Playback(start.stream_sid, mark_interval_s=self._settings.mark_interval_ms / 1000)
+        self.playback = Playback(
+            start.stream_sid,
+            mark_interval_s=self._settings.mark_interval_ms / 1000,
+            pace_lead_s=self._settings.pace_lead_ms / 1000 or None,
+        )
         self._clock = CallClock(limits_from(self._settings), time.monotonic())
         self._log.info(
             "call started | stream=%s from=%s to=%s", start.stream_sid, self.call.from_number, self.call.to_number

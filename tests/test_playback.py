@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 from telephony.playback import MarkState, Playback
 
@@ -71,3 +72,17 @@ async def test_latency_stamps_ride_on_the_first_frame_and_the_clear() -> None:
     playback.interrupt(stamps=(("barge_in_to_clear", 2.0),))
     clear = await playback.next_message()
     assert json.loads(clear.text)["event"] == "clear" and clear.stamps == (("barge_in_to_clear", 2.0),)
+
+
+async def test_paced_playback_keeps_only_the_lead_ahead_and_a_clear_jumps_the_wait() -> None:
+    playback = Playback("MZ1", pace_lead_s=0.1)
+    playback.play(b"\x01" * 160 * 30, utterance="u1")  # 0.6 s of audio
+    started = time.monotonic()
+    for _ in range(15):
+        await playback.next_message()
+    assert time.monotonic() - started >= 0.15  # 0.3 s of audio written, at most 0.1 s of it ahead
+    waiting = asyncio.create_task(playback.next_message())
+    await asyncio.sleep(0.005)
+    playback.interrupt()
+    clear = await asyncio.wait_for(waiting, 0.05)
+    assert json.loads(clear.text)["event"] == "clear"
