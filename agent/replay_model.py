@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from strands.bidi import BidiAgent
-from strands.bidi.models import BidiModel
-from strands.bidi.models.configs import AudioConfig, AudioStreamConfig
 from strands.bidi.types import (
     AudioDelta,
     BidiAudioDeltaEvent,
@@ -49,6 +47,7 @@ from strands.bidi.types import (
 from strands.types.content import TextBlock
 from strands.types.tools import ToolResultBlock
 
+from agent.pcm_model import PcmModel
 from telephony.call_info import CallInfo
 from telephony.recording import Recording
 
@@ -122,15 +121,13 @@ def _call_ending(record: dict[str, Any]) -> bool:
     return record.get("kind") == "twilio_in" and isinstance(message, dict) and message.get("event") == "stop"
 
 
-class ReplayModel(BidiModel):
+class ReplayModel(PcmModel):
     """Replays a recording's model events, paced by the caller audio, texts and tool results it receives."""
 
     def __init__(self, recording: Recording | Path | str) -> None:
         self.recording = recording if isinstance(recording, Recording) else Recording.load(recording)
         self.steps = replay_steps(self.recording)
-        rates = self.recording.model_rates or (DEFAULT_RATE, DEFAULT_RATE)
-        self.input_rate, self.output_rate = rates
-        self._config: dict[str, Any] = {"model_id": "replay"}
+        super().__init__("replay", *(self.recording.model_rates or (DEFAULT_RATE, DEFAULT_RATE)))
         self.audio_bytes = 0
         self.texts: list[str] = []
         self.tool_results = 0
@@ -142,18 +139,6 @@ class ReplayModel(BidiModel):
         self._runner: asyncio.Task[None] | None = None
 
     # --- BidiModel -------------------------------------------------------------------------------
-
-    def get_config(self) -> Any:
-        return self._config
-
-    def update_config(self, **model_config: Any) -> None:
-        self._config.update(model_config)
-
-    def get_audio_config(self) -> AudioConfig:
-        return AudioConfig(
-            input=AudioStreamConfig(sample_rate=self.input_rate, channels=1, format="pcm"),
-            output=AudioStreamConfig(sample_rate=self.output_rate, channels=1, format="pcm"),
-        )
 
     async def start(self, system_prompt: str | None = None, tools: Any = None, messages: Any = None, **_: Any) -> None:
         self.started = True

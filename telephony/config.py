@@ -179,6 +179,22 @@ def _flag(variable: str, raw: str) -> bool:
     raise ConfigError(f"{variable}={raw!r} is not on or off: set it to 1 or 0")
 
 
+_POSITIVE_SECONDS = (
+    "start_timeout_s",
+    "agent_start_timeout_s",
+    "hangup_grace_s",
+    "hangup_mark_timeout_s",
+    "call_token_ttl_s",
+    "max_call_s",
+    "wrap_up_s",
+    "tool_timeout_s",
+    "prewarm_ttl_s",
+    "caller_silence_timeout_s",
+    "agent_silence_timeout_s",
+    "shutdown_grace_s",
+)
+
+
 def validate(settings: Settings) -> None:
     """Reject values that would only fail later, mid-call."""
     if settings.public_url is not None:
@@ -212,27 +228,11 @@ def validate(settings: Settings) -> None:
         raise ConfigError(
             f"VOICEBOT_TRANSFER_TO={settings.transfer_to!r} must be an E.164 number (+15551234567) or a sip: URI"
         )
-    for name in (
-        "start_timeout_s",
-        "agent_start_timeout_s",
-        "hangup_grace_s",
-        "hangup_mark_timeout_s",
-        "call_token_ttl_s",
-    ):
+    for name in _POSITIVE_SECONDS:
         if getattr(settings, name) <= 0:
             raise ConfigError(f"{_ENV_NAMES[name]} must be greater than 0 (seconds)")
     if not 100 <= settings.inbound_buffer_ms <= 60_000:
         raise ConfigError("VOICEBOT_INBOUND_BUFFER_MS must be between 100 and 60000")
-    for name in (
-        "max_call_s",
-        "wrap_up_s",
-        "tool_timeout_s",
-        "caller_silence_timeout_s",
-        "agent_silence_timeout_s",
-        "shutdown_grace_s",
-    ):
-        if getattr(settings, name) <= 0:
-            raise ConfigError(f"{_ENV_NAMES[name]} must be greater than 0 (seconds)")
     if not 0 <= settings.call_warning_s < settings.max_call_s:
         raise ConfigError("VOICEBOT_CALL_WARNING_SECONDS must be at least 0 and less than VOICEBOT_MAX_CALL_SECONDS")
     if not 0 <= settings.pace_lead_ms <= 10_000:

@@ -21,8 +21,8 @@ from .call_info import CallInfo
 from .caller import SimulatedCaller, answer
 from .codec import pcm16_to_ulaw
 from .config import Settings
+from .local_server import serve_app
 from .recorder import recorder_factory
-from .replay import serve_app
 from .replay_report import ReplayReport
 
 CALLER_RATE = 8000

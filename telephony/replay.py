@@ -20,8 +20,7 @@ import logging
 import re
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -31,6 +30,7 @@ from .call_info import CallInfo
 from .caller import AnswerError, SimulatedCaller, StreamTarget, answer, twilio_signature
 from .caller_script import CallerScript, Linger, play
 from .config import Settings
+from .local_server import serve_app
 from .recorder import CallRecorder, folder_name
 from .recording import EVENTS_FILE, Recording, RecordingError
 from .replay_report import ReplayReport
@@ -282,27 +282,6 @@ def recorded_greeting(recording: Recording) -> str:
         if record.get("kind") == "agent_text":
             return str(record.get("text", ""))
     return ""
-
-
-@asynccontextmanager
-async def serve_app(app: Any) -> AsyncIterator[str]:
-    """Run ``app`` with uvicorn on an ephemeral loopback port in this event loop; yields ``host:port``."""
-    import uvicorn
-
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws_max_size=2**20, lifespan="on")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-            raise RuntimeError("the local server stopped before it started")
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
 
 
 async def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
-import uvicorn
 from strands.bidi import BidiAgent
 
 from agent.tools import end_conversation
 from telephony.app import create_app
 from telephony.call_info import CallInfo
 from telephony.config import Settings
+from telephony.local_server import serve_app
 from telephony.observer import ObserverFactory
 
 from .fakes.model import ScriptedModel, Step
@@ -59,22 +59,8 @@ class Harness:
         return self.models[-1]
 
 
-@asynccontextmanager
-async def serve(app: Any) -> AsyncIterator[str]:
-    """Run ``app`` with uvicorn on an ephemeral loopback port inside the test's event loop."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws_max_size=2**20, lifespan="on")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
+serve = serve_app
+"""The real app on an ephemeral loopback port, in the test's event loop."""
 
 
 ModelMaker = Callable[[], ScriptedModel]

@@ -25,8 +25,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from strands.bidi.models import BidiModel
-from strands.bidi.models.configs import AudioConfig, AudioStreamConfig
 from strands.bidi.types import (
     AudioDelta,
     BidiAudioDeltaEvent,
@@ -44,6 +42,8 @@ from strands.bidi.types import (
 )
 from strands.types.content import TextBlock
 from strands.types.tools import ToolResultBlock
+
+from agent.pcm_model import PcmModel
 
 from .conversation import Conversation, Turn
 from .recognizer import SAMPLE_RATE, PhraseRecognizer
@@ -67,7 +67,7 @@ class _Text:
     text: str
 
 
-class OfflineModel(BidiModel):
+class OfflineModel(PcmModel):
     """Speech-to-speech from a script, entirely offline. See the module docstring for the contract.
 
     Args:
@@ -87,9 +87,8 @@ class OfflineModel(BidiModel):
         tool_timeout_s: float = 10.0,
         model_id: str = "offline",
     ) -> None:
-        self._config: dict[str, Any] = {"model_id": model_id}
+        super().__init__(model_id, SAMPLE_RATE, output_rate)
         self.script = script
-        self.output_rate = output_rate
         self.lead_s = lead_s
         self.tool_timeout_s = tool_timeout_s
         self.synthesizer = Synthesizer(Voice(voice) if isinstance(voice, str) else voice, output_rate)
@@ -108,18 +107,6 @@ class OfflineModel(BidiModel):
         self._playout_end = 0.0
 
     # --- BidiModel ---------------------------------------------------------------------------------
-
-    def get_config(self) -> Any:
-        return self._config
-
-    def update_config(self, **model_config: Any) -> None:
-        self._config.update(model_config)
-
-    def get_audio_config(self) -> AudioConfig:
-        return AudioConfig(
-            input=AudioStreamConfig(sample_rate=SAMPLE_RATE, channels=1, format="pcm"),
-            output=AudioStreamConfig(sample_rate=self.output_rate, channels=1, format="pcm"),
-        )
 
     async def start(
         self, system_prompt: str | None = None, tools: Any = None, messages: Any = None, **kwargs: Any

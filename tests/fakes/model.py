@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from strands.bidi.models import BidiModel
-from strands.bidi.models.configs import AudioConfig, AudioStreamConfig
 from strands.bidi.types import (
     AudioDelta,
     BidiAudioDeltaEvent,
@@ -37,6 +35,8 @@ from strands.bidi.types import (
 )
 from strands.types.content import TextBlock
 from strands.types.tools import ToolResultBlock
+
+from agent.pcm_model import PcmModel
 
 # --- script steps ----------------------------------------------------------------------------------
 
@@ -146,7 +146,7 @@ def tone(seconds: float, rate: int, hz: float, amplitude: float = 0.3) -> bytes:
     return wave.astype("<i2").tobytes()
 
 
-class ScriptedModel(BidiModel):
+class ScriptedModel(PcmModel):
     """Plays a script of steps; records everything it was sent."""
 
     def __init__(
@@ -157,10 +157,8 @@ class ScriptedModel(BidiModel):
         fail_start: Exception | None = None,
         start_delay: float = 0.0,
     ) -> None:
-        self._config: dict[str, Any] = {"model_id": "scripted"}
+        super().__init__("scripted", input_rate, output_rate)
         self.script = script
-        self.input_rate = input_rate
-        self.output_rate = output_rate
         self.fail_start = fail_start
         self.start_delay = start_delay
         self.audio_received = bytearray()
@@ -179,18 +177,6 @@ class ScriptedModel(BidiModel):
         self._stalled_until = 0.0
 
     # --- BidiModel -------------------------------------------------------------------------------
-
-    def get_config(self) -> Any:
-        return self._config
-
-    def update_config(self, **model_config: Any) -> None:
-        self._config.update(model_config)
-
-    def get_audio_config(self) -> AudioConfig:
-        return AudioConfig(
-            input=AudioStreamConfig(sample_rate=self.input_rate, channels=1, format="pcm"),
-            output=AudioStreamConfig(sample_rate=self.output_rate, channels=1, format="pcm"),
-        )
 
     async def start(self, system_prompt: str | None = None, tools: Any = None, messages: Any = None, **_: Any) -> None:
         if self.start_delay:

@@ -17,8 +17,6 @@ from typing import Any
 
 import numpy as np
 from strands.bidi import BidiAgent
-from strands.bidi.models import BidiModel
-from strands.bidi.models.configs import AudioConfig, AudioStreamConfig
 from strands.bidi.types import (
     AudioDelta,
     BidiAudioDeltaEvent,
@@ -33,6 +31,7 @@ from strands.bidi.types import (
     BidiTranscriptStopEvent,
 )
 
+from agent.pcm_model import PcmModel
 from agent.tools import end_conversation
 from telephony.call_info import CallInfo
 
@@ -42,7 +41,7 @@ SPEECH_RMS = 500.0
 """Mean-square level (PCM16 RMS) above which a chunk of caller audio counts as speech."""
 
 
-class TurnTakingModel(BidiModel):
+class TurnTakingModel(PcmModel):
     def __init__(
         self,
         rate: int = 16000,
@@ -52,8 +51,7 @@ class TurnTakingModel(BidiModel):
         chunk_ms: int = 60,
         fail_after_s: float | None = None,
     ) -> None:
-        self._config: dict[str, Any] = {"model_id": "turn-taking"}
-        self.rate = rate
+        super().__init__("turn-taking", rate, rate)
         self.think_s, self.reply_s, self.end_of_turn_s, self.chunk_ms = think_s, reply_s, end_of_turn_s, chunk_ms
         self.fail_after_s = fail_after_s
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -65,16 +63,6 @@ class TurnTakingModel(BidiModel):
         self._turn = 0
         self.started = False
         self.stopped = False
-
-    def get_config(self) -> Any:
-        return self._config
-
-    def update_config(self, **config: Any) -> None:
-        self._config.update(config)
-
-    def get_audio_config(self) -> AudioConfig:
-        stream = AudioStreamConfig(sample_rate=self.rate, channels=1, format="pcm")
-        return AudioConfig(input=stream, output=stream)
 
     async def start(self, system_prompt: str | None = None, tools: Any = None, messages: Any = None, **_: Any) -> None:
         self.started = True
@@ -112,7 +100,7 @@ class TurnTakingModel(BidiModel):
             if self._speaking:
                 self._barge_in()
         elif self._heard_speech:
-            self._quiet_s += len(pcm) / self.rate
+            self._quiet_s += len(pcm) / self.input_rate
             if self._quiet_s >= self.end_of_turn_s and not self._speaking:
                 self._heard_speech = False
                 self._replying = asyncio.create_task(self._reply())
@@ -131,13 +119,13 @@ class TurnTakingModel(BidiModel):
         await asyncio.sleep(self.think_s)
         self._queue.put_nowait(BidiResponseStartEvent(response_id=content_id))
         self._queue.put_nowait(BidiAudioStartEvent(content_id=content_id))
-        pcm = tone(self.reply_s, self.rate, 600 + 100 * (self._turn % 4))
-        step = self.rate * 2 * self.chunk_ms // 1000
+        pcm = tone(self.reply_s, self.output_rate, 600 + 100 * (self._turn % 4))
+        step = self.output_rate * 2 * self.chunk_ms // 1000
         for offset in range(0, len(pcm), step):
             if not self._speaking:
                 return
             audio = base64.b64encode(pcm[offset : offset + step]).decode()
-            self._queue.put_nowait(BidiAudioDeltaEvent(audio, "pcm", self.rate, 1, content_id))
+            self._queue.put_nowait(BidiAudioDeltaEvent(audio, "pcm", self.output_rate, 1, content_id))
             await asyncio.sleep(self.chunk_ms / 1000 / 4)  # four times faster than real time
         self._queue.put_nowait(BidiAudioStopEvent(content_id=content_id))
         self._queue.put_nowait(BidiResponseStopEvent(response_id=content_id))
