@@ -1,15 +1,20 @@
-"""What every ``BidiModel`` of this project shares: a config dict and mono PCM rates.
+"""What every ``BidiModel`` of this project shares: a config dict, mono PCM rates, an event outbox.
 
 The offline model, the replay model and the test fakes differ in what they say, not in how they
-declare themselves to the Strands agent and the bridge (``get_audio_config()``).
+declare themselves to the Strands agent and the bridge (``get_audio_config()``) or hand it events.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 from strands.bidi.models import BidiModel
 from strands.bidi.models.configs import AudioConfig, AudioStreamConfig
+
+END = object()
+"""Put in the outbox to end ``receive()``: only at ``stop()``, as the contract requires (or to break it on purpose)."""
 
 
 class PcmModel(BidiModel):
@@ -17,6 +22,17 @@ class PcmModel(BidiModel):
         self._config: dict[str, Any] = {"model_id": model_id}
         self.input_rate = input_rate
         self.output_rate = output_rate
+        self._outbox: asyncio.Queue[Any] = asyncio.Queue()
+
+    def emit(self, item: Any) -> None:
+        """Queue an event for ``receive()``; an exception is raised from it, ``END`` ends it."""
+        self._outbox.put_nowait(item)
+
+    async def receive(self) -> AsyncIterator[Any]:  # type: ignore[override]
+        while (item := await self._outbox.get()) is not END:
+            if isinstance(item, Exception):
+                raise item
+            yield item
 
     def get_config(self) -> Any:
         return self._config

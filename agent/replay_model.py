@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ from strands.bidi.types import (
 from strands.types.content import TextBlock
 from strands.types.tools import ToolResultBlock
 
-from agent.pcm_model import PcmModel
+from agent.pcm_model import END, PcmModel
 from telephony.call_info import CallInfo
 from telephony.recording import Recording
 
@@ -74,7 +74,6 @@ _MODEL_EVENTS: dict[str, type[Any]] = {
     "bidi_usage": BidiUsageEvent,
 }
 """Events a model emits (the agent adds the rest), by their ``type``."""
-_END = object()
 _EPSILON_S = 1e-5
 
 
@@ -134,7 +133,6 @@ class ReplayModel(PcmModel):
         self.emitted = 0
         self.started = False
         self.stopped = False
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._changed = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
 
@@ -142,7 +140,7 @@ class ReplayModel(PcmModel):
 
     async def start(self, system_prompt: str | None = None, tools: Any = None, messages: Any = None, **_: Any) -> None:
         self.started = True
-        self._queue.put_nowait(BidiConnectionStartEvent(connection_id=str(uuid.uuid4()), model="replay"))
+        self.emit(BidiConnectionStartEvent(connection_id=str(uuid.uuid4()), model="replay"))
         self._runner = asyncio.create_task(self._play(), name="replay-model")
 
     async def stop(self) -> None:
@@ -150,14 +148,7 @@ class ReplayModel(PcmModel):
         if self._runner is not None:
             self._runner.cancel()
             await asyncio.gather(self._runner, return_exceptions=True)
-        self._queue.put_nowait(_END)
-
-    async def receive(self) -> AsyncIterator[Any]:  # type: ignore[override]
-        while True:
-            item = await self._queue.get()
-            if item is _END:
-                return  # only after stop(), as the contract requires
-            yield item
+        self.emit(END)
 
     async def send(self, content: Any) -> None:
         if isinstance(content, AudioDelta):
@@ -189,7 +180,7 @@ class ReplayModel(PcmModel):
             while not self._due(step):
                 self._changed.clear()
                 await self._changed.wait()
-            self._queue.put_nowait(step.build())
+            self.emit(step.build())
             self.emitted += 1
             await asyncio.sleep(0)  # let the agent take each event as the live model's stream would
 

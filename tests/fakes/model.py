@@ -13,7 +13,6 @@ import base64
 import itertools
 import math
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +35,7 @@ from strands.bidi.types import (
 from strands.types.content import TextBlock
 from strands.types.tools import ToolResultBlock
 
-from agent.pcm_model import PcmModel
+from agent.pcm_model import END, PcmModel
 
 # --- script steps ----------------------------------------------------------------------------------
 
@@ -137,8 +136,6 @@ Step = (
     | Stall
 )
 
-_END = object()
-
 
 def tone(seconds: float, rate: int, hz: float, amplitude: float = 0.3) -> bytes:
     samples = np.arange(round(seconds * rate))
@@ -169,7 +166,6 @@ class ScriptedModel(PcmModel):
         self.started = False
         self.stopped = False
         self.step_index = 0
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._runner: asyncio.Task[None] | None = None
         self._changed = asyncio.Event()
         self._content_ids = itertools.count(1)
@@ -185,7 +181,7 @@ class ScriptedModel(PcmModel):
             raise self.fail_start
         self.system_prompt, self.tools = system_prompt, list(tools or [])
         self.started = True
-        self._queue.put_nowait(BidiConnectionStartEvent(connection_id=str(uuid.uuid4()), model="scripted"))
+        self.emit(BidiConnectionStartEvent(connection_id=str(uuid.uuid4()), model="scripted"))
         self._runner = asyncio.create_task(self._run_script())
 
     async def stop(self) -> None:
@@ -193,17 +189,7 @@ class ScriptedModel(PcmModel):
         if self._runner is not None:
             self._runner.cancel()
             await asyncio.gather(self._runner, return_exceptions=True)
-        self._queue.put_nowait(_END)
-
-    async def receive(self) -> AsyncIterator[Any]:  # type: ignore[override]
-        while True:
-            item = await self._queue.get()
-            if item is _END:
-                # Contract: receive() returns only after stop(); CloseSilently breaks it on purpose.
-                return
-            if isinstance(item, Exception):
-                raise item
-            yield item
+        self.emit(END)
 
     async def send(self, content: Any) -> None:
         stall = self._stalled_until - asyncio.get_running_loop().time()
@@ -230,9 +216,6 @@ class ScriptedModel(PcmModel):
             self._changed.clear()
             await self._changed.wait()
 
-    def _emit(self, event: Any) -> None:
-        self._queue.put_nowait(event)
-
     async def _run_script(self) -> None:
         for index, step in enumerate(self.script):
             self.step_index = index
@@ -251,21 +234,21 @@ class ScriptedModel(PcmModel):
             case SayMore(seconds, hz, stop):
                 await self._audio(self._last_content_id, seconds, hz, 60, False)
                 if stop:
-                    self._emit(BidiAudioStopEvent(content_id=self._last_content_id))
+                    self.emit(BidiAudioStopEvent(content_id=self._last_content_id))
             case BargeIn():
-                self._emit(BidiBargeInEvent())
+                self.emit(BidiBargeInEvent())
             case UserSaid(text):
                 self._transcript(text, "user")
             case CallTool(name, tool_input, wait):
                 before = len(self.tool_results)
                 tool_use = {"toolUseId": f"tool-{uuid.uuid4().hex[:8]}", "name": name, "input": tool_input}
-                self._emit(BidiToolUseBlocksEvent(tool_uses=[tool_use]))  # type: ignore[list-item]
+                self.emit(BidiToolUseBlocksEvent(tool_uses=[tool_use]))  # type: ignore[list-item]
                 if wait:
                     await self._until(lambda: len(self.tool_results) > before)
             case Fail(error):
-                self._emit(error)
+                self.emit(error)
             case CloseSilently():
-                self._emit(_END)
+                self.emit(END)
             case Sleep(seconds):
                 await asyncio.sleep(seconds)
             case Hold():
@@ -275,21 +258,21 @@ class ScriptedModel(PcmModel):
 
     async def _say(self, step: Say) -> None:
         response_id = f"response-{next(self._content_ids)}"
-        self._emit(BidiResponseStartEvent(response_id=response_id))
+        self.emit(BidiResponseStartEvent(response_id=response_id))
         self._transcript(step.text, "assistant")
         content_id = f"audio-{next(self._content_ids)}"
         self._last_content_id = content_id
-        self._emit(BidiAudioStartEvent(content_id=content_id))
+        self.emit(BidiAudioStartEvent(content_id=content_id))
         await self._audio(content_id, step.seconds, step.tone_hz, step.chunk_ms, step.realtime)
         if step.stop:
-            self._emit(BidiAudioStopEvent(content_id=content_id))
-        self._emit(BidiResponseStopEvent(response_id=response_id))
+            self.emit(BidiAudioStopEvent(content_id=content_id))
+        self.emit(BidiResponseStopEvent(response_id=response_id))
 
     async def _audio(self, content_id: str, seconds: float, hz: float, chunk_ms: int, realtime: bool) -> None:
         pcm = tone(seconds, self.output_rate, hz)
         chunk = self.output_rate * 2 * chunk_ms // 1000
         for offset in range(0, len(pcm), chunk):
-            self._emit(
+            self.emit(
                 BidiAudioDeltaEvent(
                     audio=base64.b64encode(pcm[offset : offset + chunk]).decode(),
                     format="pcm",
@@ -302,6 +285,6 @@ class ScriptedModel(PcmModel):
 
     def _transcript(self, text: str, role: str) -> None:
         content_id = f"transcript-{next(self._content_ids)}"
-        self._emit(BidiTranscriptStartEvent(role=role, content_id=content_id))  # type: ignore[arg-type]
-        self._emit(BidiTranscriptDeltaEvent(delta=text, role=role, content_id=content_id))  # type: ignore[arg-type]
-        self._emit(BidiTranscriptStopEvent(role=role, content_id=content_id))  # type: ignore[arg-type]
+        self.emit(BidiTranscriptStartEvent(role=role, content_id=content_id))  # type: ignore[arg-type]
+        self.emit(BidiTranscriptDeltaEvent(delta=text, role=role, content_id=content_id))  # type: ignore[arg-type]
+        self.emit(BidiTranscriptStopEvent(role=role, content_id=content_id))  # type: ignore[arg-type]

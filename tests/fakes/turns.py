@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
@@ -31,7 +30,7 @@ from strands.bidi.types import (
     BidiTranscriptStopEvent,
 )
 
-from agent.pcm_model import PcmModel
+from agent.pcm_model import END, PcmModel
 from agent.tools import end_conversation
 from telephony.call_info import CallInfo
 
@@ -54,7 +53,6 @@ class TurnTakingModel(PcmModel):
         super().__init__("turn-taking", rate, rate)
         self.think_s, self.reply_s, self.end_of_turn_s, self.chunk_ms = think_s, reply_s, end_of_turn_s, chunk_ms
         self.fail_after_s = fail_after_s
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._speaking = False
         self._heard_speech = False
         self._quiet_s = 0.0
@@ -66,10 +64,10 @@ class TurnTakingModel(PcmModel):
 
     async def start(self, system_prompt: str | None = None, tools: Any = None, messages: Any = None, **_: Any) -> None:
         self.started = True
-        self._queue.put_nowait(BidiConnectionStartEvent(connection_id=str(uuid.uuid4()), model="turn-taking"))
+        self.emit(BidiConnectionStartEvent(connection_id=str(uuid.uuid4()), model="turn-taking"))
         if self.fail_after_s is not None:
             error = RuntimeError("injected model fault")
-            self._fault = asyncio.get_running_loop().call_later(self.fail_after_s, self._queue.put_nowait, error)
+            self._fault = asyncio.get_running_loop().call_later(self.fail_after_s, self.emit, error)
 
     async def stop(self) -> None:
         self.stopped = True
@@ -78,13 +76,7 @@ class TurnTakingModel(PcmModel):
         if self._replying is not None:
             self._replying.cancel()
             await asyncio.gather(self._replying, return_exceptions=True)
-        self._queue.put_nowait(None)
-
-    async def receive(self) -> AsyncIterator[Any]:  # type: ignore[override]
-        while (item := await self._queue.get()) is not None:
-            if isinstance(item, Exception):
-                raise item
-            yield item
+        self.emit(END)
 
     async def send(self, content: Any) -> None:
         if not isinstance(content, AudioDelta):
@@ -109,7 +101,7 @@ class TurnTakingModel(PcmModel):
         self._speaking = False
         if self._replying is not None:
             self._replying.cancel()
-        self._queue.put_nowait(BidiBargeInEvent())
+        self.emit(BidiBargeInEvent())
 
     async def _reply(self) -> None:
         self._turn += 1
@@ -117,25 +109,25 @@ class TurnTakingModel(PcmModel):
         content_id = f"turn-{self._turn}"
         self._transcript("user", "(caller speech)")
         await asyncio.sleep(self.think_s)
-        self._queue.put_nowait(BidiResponseStartEvent(response_id=content_id))
-        self._queue.put_nowait(BidiAudioStartEvent(content_id=content_id))
+        self.emit(BidiResponseStartEvent(response_id=content_id))
+        self.emit(BidiAudioStartEvent(content_id=content_id))
         pcm = tone(self.reply_s, self.output_rate, 600 + 100 * (self._turn % 4))
         step = self.output_rate * 2 * self.chunk_ms // 1000
         for offset in range(0, len(pcm), step):
             if not self._speaking:
                 return
             audio = base64.b64encode(pcm[offset : offset + step]).decode()
-            self._queue.put_nowait(BidiAudioDeltaEvent(audio, "pcm", self.output_rate, 1, content_id))
+            self.emit(BidiAudioDeltaEvent(audio, "pcm", self.output_rate, 1, content_id))
             await asyncio.sleep(self.chunk_ms / 1000 / 4)  # four times faster than real time
-        self._queue.put_nowait(BidiAudioStopEvent(content_id=content_id))
-        self._queue.put_nowait(BidiResponseStopEvent(response_id=content_id))
+        self.emit(BidiAudioStopEvent(content_id=content_id))
+        self.emit(BidiResponseStopEvent(response_id=content_id))
         self._speaking = False
 
     def _transcript(self, role: str, text: str) -> None:
         content_id = f"transcript-{uuid.uuid4().hex[:8]}"
-        self._queue.put_nowait(BidiTranscriptStartEvent(role=role, content_id=content_id))  # type: ignore[arg-type]
-        self._queue.put_nowait(BidiTranscriptDeltaEvent(delta=text, role=role, content_id=content_id))  # type: ignore[arg-type]
-        self._queue.put_nowait(BidiTranscriptStopEvent(role=role, content_id=content_id))  # type: ignore[arg-type]
+        self.emit(BidiTranscriptStartEvent(role=role, content_id=content_id))  # type: ignore[arg-type]
+        self.emit(BidiTranscriptDeltaEvent(delta=text, role=role, content_id=content_id))  # type: ignore[arg-type]
+        self.emit(BidiTranscriptStopEvent(role=role, content_id=content_id))  # type: ignore[arg-type]
 
 
 def turn_taking_agent(call: CallInfo) -> BidiAgent:
