@@ -17,7 +17,7 @@ from twilio.base.exceptions import TwilioRestException
 from . import replay
 from .agent_factory import AgentFactoryError, load_agent_factory
 from .app import STREAM_PATH
-from .config import ConfigError, Settings, load_settings, validate
+from .config import MODEL_PROVIDERS, ConfigError, Settings, load_settings, validate
 from .dialer import parse_params, place_call
 from .logs import configure_logging
 from .numbers import configure_number
@@ -49,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODULE:FUNCTION",
         help="agent factory taking a telephony.CallInfo and returning a BidiAgent "
         "(env VOICEBOT_AGENT, default agent.factory:create_agent)",
+    )
+    serve.add_argument(
+        "--model",
+        choices=MODEL_PROVIDERS,
+        help="the default agent's model: nova, openai, gemini, or local (the offline model; env VOICEBOT_MODEL)",
     )
     serve.add_argument(
         "--record",
@@ -188,7 +193,7 @@ async def setup(settings: Settings) -> int:
 
 def apply_overrides(settings: Settings, args: argparse.Namespace) -> Settings:
     """Command-line flags win over the environment."""
-    names = ("host", "port", "agent", "record_dir")
+    names = ("host", "port", "agent", "model", "record_dir")
     overrides = {name: value for name in names if (value := getattr(args, name, None)) is not None}
     settings = replace(settings, **overrides)
     validate(settings)

@@ -15,9 +15,10 @@ from telephony.config import Settings
 
 
 def test_serve_flags_override_the_environment() -> None:
-    args = build_parser().parse_args(["serve", "--host", "0.0.0.0", "--port", "9001", "--agent", "mypkg.bot:make"])
-    settings = apply_overrides(Settings(port=8080), args)
+    argv = ["serve", "--host", "0.0.0.0", "--port", "9001", "--agent", "mypkg.bot:make", "--model", "local"]
+    settings = apply_overrides(Settings(port=8080), build_parser().parse_args(argv))
     assert (settings.host, settings.port, settings.agent) == ("0.0.0.0", 9001, "mypkg.bot:make")
+    assert settings.model == "local"
 
 
 def test_bad_configuration_exits_with_the_variable_named(
