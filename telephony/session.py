@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import logging
 import time
 from collections.abc import Coroutine, Sequence
@@ -811,8 +812,11 @@ def downmix_stereo(pcm: bytes) -> bytes:
     return (samples.sum(axis=1) // 2).astype("<i2").tobytes()
 
 
+@functools.cache
 def load_apology() -> bytes:
-    """The spoken apology shipped with the package (raw μ-law 8 kHz), trimmed to whole frames."""
+    """The spoken apology shipped with the package (raw μ-law 8 kHz), trimmed to whole frames.
+
+    Read once per process: sessions must not touch the disk on the event loop."""
     clip = APOLOGY_CLIP.read_bytes() if APOLOGY_CLIP.is_file() else b"\xff" * 8000
     return clip[: len(clip) - len(clip) % 160]
 
