@@ -7,7 +7,7 @@ declare themselves to the Strands agent and the bridge (``get_audio_config()``) 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from strands.bidi.models import BidiModel
@@ -23,6 +23,22 @@ class PcmModel(BidiModel):
         self.input_rate = input_rate
         self.output_rate = output_rate
         self._outbox: asyncio.Queue[Any] = asyncio.Queue()
+        self._runner: asyncio.Task[None] | None = None
+        self.started = False
+        self.stopped = False
+
+    def run(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
+        """Start the task that produces this model's events (owned here, cancelled by ``stop()``)."""
+        self.started = True
+        self._runner = asyncio.create_task(coroutine, name=name)
+
+    async def stop(self) -> None:
+        """Cancel the producing task, then end ``receive()``."""
+        self.stopped = True
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
+        self.emit(END)
 
     def emit(self, item: Any) -> None:
         """Queue an event for ``receive()``; an exception is raised from it, ``END`` ends it."""

@@ -47,7 +47,7 @@ from strands.bidi.types import (
 from strands.types.content import TextBlock
 from strands.types.tools import ToolResultBlock
 
-from agent.pcm_model import END, PcmModel
+from agent.pcm_model import PcmModel
 from telephony.call_info import CallInfo
 from telephony.recording import Recording
 
@@ -131,24 +131,13 @@ class ReplayModel(PcmModel):
         self.texts: list[str] = []
         self.tool_results = 0
         self.emitted = 0
-        self.started = False
-        self.stopped = False
         self._changed = asyncio.Event()
-        self._runner: asyncio.Task[None] | None = None
 
     # --- BidiModel -------------------------------------------------------------------------------
 
     async def start(self, system_prompt: str | None = None, tools: Any = None, messages: Any = None, **_: Any) -> None:
-        self.started = True
         self.emit(BidiConnectionStartEvent(connection_id=str(uuid.uuid4()), model="replay"))
-        self._runner = asyncio.create_task(self._play(), name="replay-model")
-
-    async def stop(self) -> None:
-        self.stopped = True
-        if self._runner is not None:
-            self._runner.cancel()
-            await asyncio.gather(self._runner, return_exceptions=True)
-        self.emit(END)
+        self.run(self._play(), "replay-model")
 
     async def send(self, content: Any) -> None:
         if isinstance(content, AudioDelta):

@@ -12,7 +12,7 @@ import websockets
 from telephony.logs import CallLog, JsonFormatter
 from telephony.tracing import setup_tracing
 
-from .conftest import harness
+from .conftest import Harness, harness
 from .fakes.model import BargeIn, Hold, Say, UserSaid, WaitForAudio
 
 
@@ -23,14 +23,27 @@ def metric(text: str, name: str) -> float:
     raise AssertionError(f"{name} not in /metrics")
 
 
+BARGED_IN_TURN = [
+    UserSaid("hello"),
+    Say("hi there", 1.0, tone_hz=1000, stop=False),
+    WaitForAudio(0.3),
+    BargeIn(),
+    Hold(),
+]
+"""One caller turn, answered, and the answer talked over."""
+
+
+async def answered_then_interrupted(h: Harness) -> None:
+    async with h.caller() as call:
+        await call.connect()
+        await call.silence(0.8)
+        await call.stop()
+        await call.wait_closed(3)
+
+
 async def test_metrics_count_calls_latency_and_barge_ins() -> None:
-    script = [UserSaid("hello"), Say("hi there", 1.0, tone_hz=1000, stop=False), WaitForAudio(0.3), BargeIn(), Hold()]
-    async with harness(script) as h:
-        async with h.caller() as call:
-            await call.connect()
-            await call.silence(0.8)
-            await call.stop()
-            await call.wait_closed(3)
+    async with harness(BARGED_IN_TURN) as h:
+        await answered_then_interrupted(h)
         async with httpx.AsyncClient(base_url=f"http://{h.base}") as client:
             response = await client.get("/metrics")
     text = response.text
@@ -93,13 +106,8 @@ def test_tracing_without_the_extra_says_how_to_install_it(
 
 async def test_stats_report_the_bridge_latencies(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="telephony")
-    script = [UserSaid("hello"), Say("hi there", 1.0, tone_hz=1000, stop=False), WaitForAudio(0.3), BargeIn(), Hold()]
-    async with harness(script) as h:
-        async with h.caller() as call:
-            await call.connect()
-            await call.silence(0.8)
-            await call.stop()
-            await call.wait_closed(3)
+    async with harness(BARGED_IN_TURN) as h:
+        await answered_then_interrupted(h)
         async with httpx.AsyncClient(base_url=f"http://{h.base}") as client:
             stats = (await client.get("/stats")).json()
     latency = stats["latency"]

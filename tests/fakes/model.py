@@ -163,10 +163,7 @@ class ScriptedModel(PcmModel):
         self.tool_results: list[ToolResultBlock] = []
         self.system_prompt: str | None = None
         self.tools: list[Any] = []
-        self.started = False
-        self.stopped = False
         self.step_index = 0
-        self._runner: asyncio.Task[None] | None = None
         self._changed = asyncio.Event()
         self._content_ids = itertools.count(1)
         self._last_content_id = ""
@@ -180,16 +177,8 @@ class ScriptedModel(PcmModel):
         if self.fail_start is not None:
             raise self.fail_start
         self.system_prompt, self.tools = system_prompt, list(tools or [])
-        self.started = True
         self.emit(BidiConnectionStartEvent(connection_id=str(uuid.uuid4()), model="scripted"))
-        self._runner = asyncio.create_task(self._run_script())
-
-    async def stop(self) -> None:
-        self.stopped = True
-        if self._runner is not None:
-            self._runner.cancel()
-            await asyncio.gather(self._runner, return_exceptions=True)
-        self.emit(END)
+        self.run(self._run_script(), "scripted-model")
 
     async def send(self, content: Any) -> None:
         stall = self._stalled_until - asyncio.get_running_loop().time()

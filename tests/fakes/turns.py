@@ -59,8 +59,6 @@ class TurnTakingModel(PcmModel):
         self._replying: asyncio.Task[None] | None = None
         self._fault: asyncio.TimerHandle | None = None
         self._turn = 0
-        self.started = False
-        self.stopped = False
 
     async def start(self, system_prompt: str | None = None, tools: Any = None, messages: Any = None, **_: Any) -> None:
         self.started = True
