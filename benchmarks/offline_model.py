@@ -130,7 +130,7 @@ def accuracy(voice: Voice, recognizer: PhraseRecognizer) -> tuple[int, int, list
                 for event in detector.feed(audio[offset : offset + PIECE])
                 if isinstance(event, Utterance)
             ]
-            match = matcher.match_heard(recognizer.recognize(utterances[0].pcm16)) if utterances else None
+            match = recognizer.listen(utterances[0].pcm16, matcher)[1] if utterances else None
             if match is not None and match.intent == intent.name:
                 correct += 1
             else:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -57,6 +58,21 @@ class Harness:
     @property
     def model(self) -> ScriptedModel:
         return self.models[-1]
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    """Put the root logger back after each test.
+
+    ``voicebot`` commands install a stderr handler (``configure_logging``); under pytest that stderr is a
+    capture file closed after the test, and later tests' log lines would hit it ("I/O operation on closed
+    file").
+    """
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 serve = serve_app

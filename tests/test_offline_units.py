@@ -16,6 +16,7 @@ from agent.offline import (
     Heard,
     OfflineModel,
     PhraseMatcher,
+    PhraseRecognizer,
     Synthesizer,
     Voice,
     VoiceError,
@@ -130,6 +131,34 @@ def test_speech_needs_both_recognisers_to_agree() -> None:
     # The grammar missed; the free transcription is a phrase by itself.
     assert MATCHER.match_heard(Heard("what can i", "goodbye")).intent == "goodbye"  # type: ignore[union-attr]
     assert MATCHER.match_heard(Heard("", "")) is None
+
+
+def test_a_refused_utterance_is_heard_a_second_time_half_a_frame_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    recognizer = PhraseRecognizer(["what time is it"])
+    audio = bytes(range(256)) * 100
+    decoded: list[bytes] = []
+    answers = {
+        len(audio): Heard("what time is", "what can hi me can"),  # the free search heard noise: refused
+        len(audio) - 160: Heard("what time is", "what time is"),  # 5 ms (80 samples) later: supported
+    }
+
+    def recognize(pcm16: bytes) -> Heard:
+        decoded.append(pcm16)
+        return answers[len(pcm16)]
+
+    monkeypatch.setattr(recognizer, "recognize", recognize)
+    heard, match = recognizer.listen(audio, MATCHER)
+    assert decoded == [audio, audio[160:]]
+    assert heard == Heard("what time is", "what time is") and match is not None and match.intent == "time"
+
+    answers[len(audio) - 160] = Heard("what time is", "can me can")
+    decoded.clear()
+    heard, match = recognizer.listen(audio, MATCHER)
+    assert match is None and heard == Heard("what time is", "what can hi me can"), "the first hearing is reported"
+    answers[len(audio)] = Heard("tell me a joke", "tell me a joke")
+    decoded.clear()
+    _, match = recognizer.listen(audio, MATCHER)
+    assert decoded == [audio] and match is not None and match.intent == "joke", "one listen when it matches"
 
 
 # --- the script --------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .matcher import Heard, PhraseMatcher
+from .matcher import Heard, Match, PhraseMatcher
 from .script import Intent, Script, ToolCall
 
 __all__ = ["Conversation", "Turn"]
@@ -47,7 +47,10 @@ class Conversation:
         self._said: dict[str, int] = {}
 
     def on_speech(self, heard: Heard) -> Turn:
-        match = self.matcher.match_heard(heard)
+        return self.on_match(heard, self.matcher.match_heard(heard))
+
+    def on_match(self, heard: Heard, match: Match | None) -> Turn:
+        """The turn for speech already matched (``PhraseRecognizer.listen`` matches as it recognises)."""
         if match is None:
             return Turn(NOT_UNDERSTOOD, heard.free or heard.constrained, self.script.not_understood)
         return self._turn(self.script.intent(match.intent), heard=match.phrase)

@@ -195,8 +195,10 @@ class OfflineModel(PcmModel):
                 if isinstance(item, _Text):
                     turn = self._conversation.on_text(item.text)
                 else:
-                    heard = await asyncio.to_thread(self.recognizer.recognize, item.pcm16)
-                    turn = self._conversation.on_speech(heard)
+                    heard, match = await asyncio.to_thread(
+                        self.recognizer.listen, item.pcm16, self._conversation.matcher
+                    )
+                    turn = self._conversation.on_match(heard, match)
                     log.info("heard %r / %r -> %s", heard.constrained, heard.free, turn.intent)
                 await self._play(turn)
         except asyncio.CancelledError:

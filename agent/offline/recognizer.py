@@ -12,6 +12,12 @@ Measured choices (see benchmarks/offline_model.py and tests/test_offline_audio.p
 * **Two searches over one decoder.** A grammar of the phrases is accurate but maps anything said to some
   phrase; a free loop over the same words keeps it honest (see ``matcher.Heard``).
 * **A dictionary cut to the phrases' words**, looked up in the wheel's CMUdict without loading it.
+* **A second listen, half a frame later.** pocketsphinx cuts audio into 10 ms frames, so where the
+  utterance starts against that grid changes what it hears: over the phone the final ``it`` of "what time
+  is it" is faint, and for one start in four the free search then heard noise ("what can hi me can") and
+  the phrase was refused. When nothing matches, :meth:`listen` decodes again 5 ms in. Measured on 60
+  takes of that phrase: 46/60 understood on one listen, 60/60 with the second. Across the script (3 voices,
+  6 start offsets) it moves 445/480 to 450/480, and out-of-script rejection from 30/72 to 28/72.
 
 Decoding is blocking (~3 % of real time for the utterance): run :meth:`recognize` in a worker thread.
 """
@@ -28,7 +34,7 @@ import pocketsphinx
 from pocketsphinx.lm import ArpaBoLM
 
 from .lexicon import pronunciations, words_of
-from .matcher import Heard
+from .matcher import Heard, Match, PhraseMatcher
 
 __all__ = ["SAMPLE_RATE", "PhraseRecognizer"]
 
@@ -37,6 +43,8 @@ SAMPLE_RATE = 16000
 NOISE_FLOOR_RMS = 30.0
 """About -61 dBFS: enough for the noise estimate, inaudible next to any real line noise."""
 _CONSTRAINED, _FREE = "phrases", "words"
+SECOND_LISTEN_OFFSET_S = 0.005
+"""Half of pocketsphinx's 10 ms frame: the second listen sees every frame boundary moved."""
 
 
 class PhraseRecognizer:
@@ -77,6 +85,17 @@ class PhraseRecognizer:
         with self._lock:
             audio = self._with_noise_floor(pcm16)
             return Heard(constrained=self._decode(_CONSTRAINED, audio), free=self._decode(_FREE, audio))
+
+    def listen(self, pcm16: bytes, matcher: PhraseMatcher) -> tuple[Heard, Match | None]:
+        """What was heard and the phrase it supports, listening a second time if the first finds none."""
+        heard = self.recognize(pcm16)
+        match = matcher.match_heard(heard)
+        if match is not None:
+            return heard, match
+        offset = round(SECOND_LISTEN_OFFSET_S * SAMPLE_RATE) * 2
+        again = self.recognize(pcm16[offset:])
+        second = matcher.match_heard(again)
+        return (again, second) if second is not None else (heard, None)
 
     def _decode(self, search: str, audio: bytes) -> str:
         self._decoder.activate_search(search)

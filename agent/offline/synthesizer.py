@@ -33,7 +33,7 @@ class VoiceError(ValueError):
 
 @dataclass(frozen=True)
 class Voice:
-    """An espeak-ng voice: language (``en-us``, ``en-gb``) plus an optional variant (``+f3``, ``+m3``).
+    """An espeak-ng voice: language (``en-us``, ``en`` for British) plus an optional variant (``+f3``, ``+m3``).
 
     ``words_per_minute`` 175 is espeak's default; slower speech is easier to follow on a phone line.
     """
@@ -105,7 +105,13 @@ class _Espeak:
             return self._lib.espeak_SetVoiceByName(name.encode()) == _EE_OK
 
     def synthesize(self, text: str, voice: Voice) -> bytes:
-        """PCM16 at ``self.rate``. Seeding espeak's noise generator makes runs reproducible (for tests)."""
+        """PCM16 at ``self.rate``.
+
+        Seeding fixes espeak's noise generator, but not its pitch flutter, whose phase carries on from
+        the previous utterance (a static in the wave generator that no call resets): the same text comes
+        out a little different each time, and so differs between test runs. Tests of hearing must hold
+        for many takes, not one.
+        """
         encoded = text.encode() + b"\0"
         with self._lock:
             if self._lib.espeak_SetVoiceByName(voice.name.encode()) != _EE_OK:
@@ -133,7 +139,7 @@ class Synthesizer:
         self._espeak = _Espeak.shared()
         if not self._espeak.has_voice(voice.name):
             raise VoiceError(
-                f"espeak-ng has no voice {voice.name!r}: use a language such as 'en-us' or 'en-gb', optionally "
+                f"espeak-ng has no voice {voice.name!r}: use a language such as 'en-us' or 'en' (British), optionally "
                 "with a variant such as 'en-us+f3' (variants are in espeakng_loader's espeak-ng-data/voices/!v)"
             )
 
