@@ -11,9 +11,14 @@ import uvicorn
 
 
 @asynccontextmanager
-async def serve_app(app: Any) -> AsyncIterator[str]:
-    """Run ``app`` with uvicorn on an ephemeral loopback port in this event loop; yields ``host:port``."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws_max_size=2**20, lifespan="on")
+async def serve_app(app: Any, **options: Any) -> AsyncIterator[str]:
+    """Run ``app`` with uvicorn on an ephemeral loopback port in this event loop; yields ``host:port``.
+
+    ``options`` go to ``uvicorn.Config`` over the defaults (``log_level="info", log_config=None`` to see
+    request lines through this process's logging, as ``voicebot serve`` does).
+    """
+    defaults: dict[str, Any] = {"log_level": "warning", "ws_max_size": 2**20, "lifespan": "on"}
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, **{**defaults, **options})
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -42,8 +43,42 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+SECRET_QUERY_NAMES = ("key", "console", "token")
+"""Query parameters that carry credentials: the console's event-feed key and stream ticket (browsers'
+``EventSource`` and ``WebSocket`` cannot send headers, so these ride in the URL)."""
+_SECRET_QUERY = re.compile(rf"([?&](?:{'|'.join(SECRET_QUERY_NAMES)})=)[^&\s\"']+")
+_REQUEST_LOGGERS = ("uvicorn.access", "uvicorn.error", "httpx")
+"""uvicorn writes each request's and each WebSocket's full path, query included, to these; httpx each URL
+it requests."""
+
+
+def redact_query_secrets(text: str) -> str:
+    """``/console/events?call=CA1&key=abc`` -> ``/console/events?call=CA1&key=[redacted]``."""
+    return _SECRET_QUERY.sub(r"\1[redacted]", text)
+
+
+class RedactQuerySecrets(logging.Filter):
+    """Masks credential query values in a record's message and arguments before any handler sees them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact_query_secrets(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_redacted(arg) for arg in record.args)
+        return True
+
+
+def _redacted(arg: object) -> object:
+    """The argument, or its text masked if it holds a credential (httpx passes ``URL`` objects)."""
+    if arg is None or isinstance(arg, int | float):
+        return arg
+    text = str(arg)
+    masked = redact_query_secrets(text)
+    return arg if masked == text else masked
+
+
 def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
-    """Plain, greppable lines on stderr, or JSON lines."""
+    """Plain, greppable lines on stderr, or JSON lines; credentials in request paths masked."""
     handler = logging.StreamHandler()
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
@@ -52,3 +87,7 @@ def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    for name in _REQUEST_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(existing, RedactQuerySecrets) for existing in logger.filters):
+            logger.addFilter(RedactQuerySecrets())

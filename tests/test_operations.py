@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 
@@ -9,10 +10,12 @@ import httpx
 import pytest
 import websockets
 
-from telephony.logs import CallLog, JsonFormatter
+from telephony.app import create_app
+from telephony.local_server import serve_app
+from telephony.logs import CallLog, JsonFormatter, configure_logging
 from telephony.tracing import setup_tracing
 
-from .conftest import Harness, harness
+from .conftest import TEST_SETTINGS, Harness, harness
 from .fakes.model import BargeIn, Hold, Say, UserSaid, WaitForAudio
 
 
@@ -83,6 +86,26 @@ def test_json_logs_carry_the_call_sid() -> None:
     entry = json.loads(JsonFormatter().format(record))
     assert entry["call_sid"] == "CA123" and entry["message"] == "call=CA123 | hello world"
     assert entry["level"] == "INFO" and entry["logger"] == "telephony.session"
+
+
+async def test_request_lines_mask_the_console_key_and_stream_ticket(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("uvicorn", "uvicorn.access", "uvicorn.error"):  # as in a fresh `voicebot serve` process
+        monkeypatch.setattr(logging.getLogger(name), "handlers", [])
+        monkeypatch.setattr(logging.getLogger(name), "propagate", True)
+    configure_logging("INFO")
+    out = io.StringIO()
+    handler = logging.getLogger().handlers[0]
+    assert isinstance(handler, logging.StreamHandler)
+    handler.setStream(out)
+    async with serve_app(create_app(TEST_SETTINGS), log_level="info", log_config=None) as base:
+        async with httpx.AsyncClient(base_url=f"http://{base}") as client:
+            await client.get("/console/events", params={"call": "CA1", "key": "s3cret-key"})
+        with pytest.raises(websockets.InvalidStatus):
+            async with websockets.connect(f"ws://{base}/console/stream?console=t1cket&call=CA1"):
+                pass
+    text = out.getvalue()
+    assert "/console/events?call=CA1&key=[redacted]" in text and "console=[redacted]&call=CA1" in text, text
+    assert "s3cret-key" not in text and "t1cket" not in text
 
 
 def test_tracing_is_off_unless_an_otlp_endpoint_is_configured(monkeypatch: pytest.MonkeyPatch) -> None:
