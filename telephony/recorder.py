@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from .call_audio import CallAudio
 from .call_info import CallInfo
 from .logs import CallLog
 from .observer import ObserverFactory
@@ -178,7 +179,7 @@ class _Writer:
         self.pending: list[dict[str, Any]] = []
         self.input_rate = 16000
         self.frames_before_model = 0
-        self.transcript = TranscriptBuilder()
+        self.transcript = TranscriptBuilder(CallAudio(folder))
         self.end: dict[str, Any] | None = None
 
     def take(self, kind: str, at: float, data: Any) -> bool:
@@ -251,6 +252,7 @@ class _Writer:
     def close(self) -> None:
         if not self.file.closed:
             self.file.close()
+        self.transcript.audio.close()
 
 
 def _make_folder(wanted: Path) -> Path:

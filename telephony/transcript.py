@@ -39,6 +39,7 @@ class TranscriptBuilder:
     """
 
     audio: CallAudio = field(default_factory=CallAudio)
+    """Both sides' audio (give it the call's folder for its temporary tracks; close it when done)."""
     bots: list[_BotTurn] = field(default_factory=list)
     others: list[dict[str, Any]] = field(default_factory=list)
     notes: list[dict[str, Any]] = field(default_factory=list)
@@ -133,14 +134,14 @@ class TranscriptBuilder:
         }
 
     def _bot_dict(self, turn: _BotTurn) -> dict[str, Any]:
-        frames = [played for played in self.audio.bot if played.tag == turn.tag and played.ulaw]
-        heard_s = sum(len(played.ulaw) for played in frames) / TWILIO_RATE
+        heard = [played for played in self.audio.bot if played.tag == turn.tag and played.samples]
+        heard_s = sum(played.samples for played in heard) / TWILIO_RATE
         sent_s = turn.sent_frames * 0.02
         return {
             "role": "bot",
             "text": " ".join(turn.text),
-            "start": round(frames[0].start, 3) if frames else None,
-            "end": round(frames[-1].start + len(frames[-1].ulaw) / TWILIO_RATE, 3) if frames else None,
+            "start": round(heard[0].start, 3) if heard else None,
+            "end": round(heard[-1].end, 3) if heard else None,
             "heard_s": round(heard_s, 3),
             "interrupted": heard_s < sent_s - 0.0201,
             "_created": turn.created,

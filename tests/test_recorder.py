@@ -124,9 +124,8 @@ def test_bot_audio_plays_back_to_back_and_clear_cuts_it() -> None:
         audio.add(out(1.0, "media", loud))
     audio.add(out(1.03, "clear"))
     audio.add(out(1.05, "media", loud))
-    starts = [round(played.start, 3) for played in audio.bot]
-    assert starts == [1.0, 1.02, 1.05]
-    assert [len(played.ulaw) for played in audio.bot] == [160, 80, 160]
+    # What was heard without a break: 1.5 frames from 1.0 s (the second cut by clear), then the next frame.
+    assert [(round(played.start, 3), played.samples) for played in audio.bot] == [(1.0, 240), (1.05, 160)]
     track = audio.bot_track()
     voiced = np.flatnonzero(track)
     assert len(track) == round(1.07 * 8000)
@@ -144,6 +143,22 @@ def test_caller_audio_is_placed_by_twilio_timestamps_not_arrival() -> None:
     runs = np.split(voiced, np.flatnonzero(np.diff(voiced) > 1) + 1)
     # offset from the least-delayed frame (0.05 - 0.120): 120 -> 0.05 s, 400 -> 0.33 s; jitter is gone.
     assert [(run[0], len(run)) for run in runs] == [(400, 480), (2640, 160)]
+
+
+def test_a_forged_timestamp_is_left_out_and_a_missing_one_placed_by_arrival(tmp_path: Path) -> None:
+    audio = CallAudio(tmp_path)
+    loud = base64.b64encode(b"\x00" * 160).decode()
+    for arrived, stamp in ((0.05, "0"), (0.07, "20"), (0.09, str(10**12)), (0.6, None)):
+        media = {"track": "inbound", "payload": loud} | ({"timestamp": stamp} if stamp else {})
+        audio.add({"t": arrived, "kind": "twilio_in", "message": {"event": "media", "media": media}})
+    voiced = np.flatnonzero(audio.caller_track())
+    runs = np.split(voiced, np.flatnonzero(np.diff(voiced) > 1) + 1)
+    # offset 0.05 s: stamps 0 and 20 ms land at 0.05 and 0.07 s; the unstamped frame at its arrival, 0.6 s.
+    assert [(run[0], len(run)) for run in runs] == [(400, 320), (4800, 160)]
+    assert audio.length == 4960, "the forged timestamp (31 years in) made nothing longer"
+    audio.write(tmp_path)
+    audio.close()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bot.wav", "call.wav", "caller.wav"]
 
 
 async def test_a_write_error_stops_recording_and_the_call_goes_on(
