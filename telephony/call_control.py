@@ -7,19 +7,26 @@ same holds for ``update(twiml=...)``, which a transfer uses to replace the strea
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Protocol
 
 from twilio.base.exceptions import TwilioRestException
 from twilio.http import AsyncHttpClient
 from twilio.rest import Client
 
+from .logs import CallLog
 from .twilio_rest import rest_client
 
 log = logging.getLogger(__name__)
 
 ALREADY_ENDED_CODES = {20404, 21220}
 """20404: resource not found; 21220: call is not in-progress. Both mean the call is already over."""
+REST_TIMEOUT_S = 5.0
+"""Bound on a hang-up (all its attempts) or a transfer: past it, the session closes the socket instead."""
+HANGUP_RETRY_PAUSES_S = (0.25, 0.75, 0.0)
+"""Pauses after failed REST hang-up attempts (three attempts in all, within REST_TIMEOUT_S)."""
 
 
 class CallControlClient(Protocol):
@@ -60,3 +67,19 @@ class TwilioCallControl:
     async def aclose(self) -> None:
         if self._client is not None and hasattr(self._client.http_client, "close"):
             await self._client.http_client.close()
+
+
+async def hang_up_with_retries(control: CallControlClient, call_sid: str, log: CallLog) -> bool:
+    """A few quick tries within ``REST_TIMEOUT_S``; False if all failed (closing the socket ends the call)."""
+    deadline = time.monotonic() + REST_TIMEOUT_S
+    for attempt, pause in enumerate(HANGUP_RETRY_PAUSES_S, start=1):
+        try:
+            await asyncio.wait_for(control.hang_up(call_sid), max(0.1, deadline - time.monotonic()))
+            return True
+        except Exception as error:  # noqa: BLE001 - closing the socket still ends the call
+            log.warning("REST hang-up attempt %d failed: %r", attempt, error)
+        if time.monotonic() + pause >= deadline:
+            break
+        await asyncio.sleep(pause)
+    log.warning("REST hang-up gave up: closing the socket instead")
+    return False

@@ -7,10 +7,15 @@ them. Exceptions raised by a hook are logged and the observer is dropped for the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from .call_info import CallInfo
+from .logs import CallLog
+
+CLOSE_TIMEOUT_S = 10.0
+"""How long one observer may take to finish after the call (a recorder writing its WAVs)."""
 
 
 class CallObserver(Protocol):
@@ -38,3 +43,57 @@ class CallObserver(Protocol):
 
 ObserverFactory = Callable[[CallInfo], CallObserver | None]
 """Makes one observer per call, once the stream's ``start`` has arrived (None: not this call)."""
+
+
+class Observers:
+    """One call's observers: built when the call is known, told everything, isolated from the call.
+
+    Messages Twilio sends before ``start`` (``connected``, ``start`` itself) are held until the
+    observers exist, so a recording begins with them.
+    """
+
+    def __init__(self, factories: Sequence[ObserverFactory], log: CallLog) -> None:
+        self._factories = factories
+        self._log = log
+        self._observers: list[CallObserver] = []
+        self._started = False
+        self._early: list[str] = []
+
+    def start(self, call: CallInfo, log: CallLog) -> None:
+        """Build the call's observers (``log`` now knows the call SID) and hand them what came early."""
+        self._log = log
+        for factory in self._factories:
+            try:
+                observer = factory(call)
+            except Exception as error:  # noqa: BLE001 - an observer never takes a call down
+                self._log.warning("observer %r failed to start: %r", factory, error)
+                continue
+            if observer is not None:
+                self._observers.append(observer)
+        self._started = True
+        for text in self._early:
+            self.notify("twilio_received", text)
+        self._early.clear()
+
+    def received_early(self, text: str) -> None:
+        """A Twilio message from before ``start``: held for the observers to come."""
+        if not self._started:
+            self._early.append(text)
+
+    def notify(self, hook: str, *args: Any) -> None:
+        """Call ``hook`` on every observer; one that raises is logged and dropped."""
+        for observer in list(self._observers):
+            try:
+                getattr(observer, hook)(*args)
+            except Exception as error:  # noqa: BLE001 - an observer never takes a call down
+                self._log.warning("observer %s dropped: %s raised %r", type(observer).__name__, hook, error)
+                self._observers.remove(observer)
+
+    async def close(self, reason: str, ended_by: str) -> None:
+        """Let each observer finish (bounded by ``CLOSE_TIMEOUT_S``); failures are logged, not raised."""
+        for observer in self._observers:
+            try:
+                await asyncio.wait_for(observer.call_ended(reason, ended_by), CLOSE_TIMEOUT_S)
+            except Exception as error:  # noqa: BLE001 - shutdown goes on regardless
+                self._log.warning("observer %s did not finish: %r", type(observer).__name__, error)
+        self._observers.clear()

@@ -15,6 +15,7 @@ import asyncio
 import itertools
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -22,6 +23,8 @@ from .codec import FRAME_BYTES
 from .protocol import clear_message, mark_message, media_message
 
 FRAME_SECONDS = 0.02
+POLL_S = 0.05
+"""How often the waits below look at the marks."""
 
 
 class MarkState(Enum):
@@ -211,6 +214,38 @@ class Playback:
     @property
     def pending_marks(self) -> int:
         return sum(1 for record in self._marks.values() if record.state is MarkState.PENDING)
+
+    # --- waiting for the caller to hear ----------------------------------------------------------
+
+    async def heard(self, name: str, timeout_s: float) -> bool:
+        """Wait for mark ``name`` to come back (or be cleared); False if it has not within ``timeout_s``."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                while self.is_pending(name):
+                    await asyncio.sleep(POLL_S)
+        except TimeoutError:
+            return False
+        return True
+
+    async def settled(self, grace_s: float, timeout_s: float, busy: Callable[[], bool]) -> bool:
+        """Wait until the caller has heard everything and nothing more has come for ``grace_s``.
+
+        ``busy()`` says more is on its way (the model is still answering). False if marks still had not
+        come back ``timeout_s`` after playout should have ended: Twilio lost them, act anyway.
+        """
+        started = time.monotonic()
+        quiet_since: float | None = None
+        while True:
+            now = time.monotonic()
+            if self.idle and not busy():
+                quiet_since = quiet_since or now
+                if now - quiet_since >= grace_s:
+                    return True
+            else:
+                quiet_since = None
+            if now >= max(started, self.playout_end) + timeout_s:
+                return False
+            await asyncio.sleep(POLL_S)
 
     # --- internals -------------------------------------------------------------------------------
 

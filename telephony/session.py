@@ -40,7 +40,7 @@ from strands.bidi.types import (
 from agent.tools import CALL_CONTROL_KEY
 
 from .agent_factory import AgentFactory, build_agent
-from .call_control import CallControlClient
+from .call_control import REST_TIMEOUT_S, CallControlClient, hang_up_with_retries
 from .call_info import CallInfo
 from .codec import InboundAudio, OutboundAudio, ulaw_level_dbfs
 from .config import Settings
@@ -50,7 +50,7 @@ from .latency import LatencySamples
 from .logs import CallLog
 from .metrics import Metrics
 from .model_guard import guard_model_stream
-from .observer import CallObserver, ObserverFactory
+from .observer import ObserverFactory, Observers
 from .playback import FRAME_SECONDS, MarkState, Playback, Stamp
 from .prewarm import Prewarmer, WarmAgent
 from .protocol import (
@@ -76,14 +76,9 @@ DIAL_PARAMETER = "voicebotDial"
 APOLOGY_CLIP = Path(__file__).parent / "assets" / "apology.ulaw"
 DEFAULT_MODEL_RATE = 16000
 AGENT_STOP_TIMEOUT_S = 5.0
-HANGUP_REST_TIMEOUT_S = 5.0
-HANGUP_RETRY_PAUSES_S = (0.25, 0.75, 0.0)
-"""Pauses after failed REST hang-up attempts (three attempts in all, within HANGUP_REST_TIMEOUT_S)."""
 WATCHDOG_INTERVAL_S = 0.25
 VOICE_LEVEL_DBFS = -40.0
 """Caller frames louder than this count as speech for the agent-unresponsive watchdog."""
-OBSERVER_CLOSE_TIMEOUT_S = 10.0
-_WATCH_INTERVAL_S = 0.05
 
 
 @dataclass
@@ -131,14 +126,11 @@ class CallSession:
         self._rest = call_control
         self._tokens = tokens
         self._console_tokens = console_tokens
-        self._observer_factories = observers
         self._metrics = metrics
         self._latency_book = latency_book
         self._prewarmer = prewarmer
         self._warm: WarmAgent | None = None
         self.latency = LatencySamples()
-        self._observers: list[CallObserver] = []
-        self._early_messages: list[str] = []
         self._apology = apology if apology is not None else load_apology()
         self.stats = CallStats()
         self.call: CallInfo | None = None
@@ -151,6 +143,7 @@ class CallSession:
         self._ended = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._log = CallLog(log)
+        self._observers = Observers(observers, self._log)
         self._responding = False
         self._current_audio: str | None = None
         self._interrupted: set[str] = set()
@@ -249,7 +242,7 @@ class CallSession:
                     self._inbound.dropped_chunks if self._inbound else 0,
                     self.playback.frames_dropped if self.playback else 0,
                 )
-        await self._close_observers()
+        await self._observers.close(self.stats.end_reason or "unknown", self.stats.ended_by or "unknown")
 
     async def _close_socket(self) -> None:
         if self._ws.application_state is WebSocketState.CONNECTED:
@@ -276,41 +269,6 @@ class CallSession:
             self.latency.brief() or "-",
         )
 
-    # --- observers ---------------------------------------------------------------------------------
-
-    def _start_observers(self, call: CallInfo) -> None:
-        for factory in self._observer_factories:
-            try:
-                observer = factory(call)
-            except Exception as error:  # noqa: BLE001 - an observer never takes a call down
-                self._log.warning("observer %r failed to start: %r", factory, error)
-                continue
-            if observer is not None:
-                self._observers.append(observer)
-        for text in self._early_messages:
-            self._notify("twilio_received", text)
-        self._early_messages.clear()
-
-    def _notify(self, hook: str, *args: Any) -> None:
-        """Call ``hook`` on every observer; one that raises is logged and dropped."""
-        for observer in list(self._observers):
-            try:
-                getattr(observer, hook)(*args)
-            except Exception as error:  # noqa: BLE001 - an observer never takes a call down
-                self._log.warning("observer %s dropped: %s raised %r", type(observer).__name__, hook, error)
-                self._observers.remove(observer)
-
-    async def _close_observers(self) -> None:
-        for observer in self._observers:
-            try:
-                await asyncio.wait_for(
-                    observer.call_ended(self.stats.end_reason or "unknown", self.stats.ended_by or "unknown"),
-                    OBSERVER_CLOSE_TIMEOUT_S,
-                )
-            except Exception as error:  # noqa: BLE001 - shutdown goes on regardless
-                self._log.warning("observer %s did not finish: %r", type(observer).__name__, error)
-        self._observers.clear()
-
     # --- Twilio side -------------------------------------------------------------------------------
 
     async def _wait_for_start(self) -> Start | None:
@@ -321,7 +279,7 @@ class CallSession:
                     text = await self._receive_text()
                     if text is None:
                         return None
-                    self._early_messages.append(text[:MAX_MESSAGE_BYTES])
+                    self._observers.received_early(text[:MAX_MESSAGE_BYTES])
                     message = self._parse(text)
                     if isinstance(message, Connected):
                         log.info("stream connected | protocol=%s version=%s", message.protocol, message.version)
@@ -378,7 +336,7 @@ class CallSession:
         self._log.info(
             "call started | stream=%s from=%s to=%s", start.stream_sid, self.call.from_number, self.call.to_number
         )
-        self._start_observers(self.call)
+        self._observers.start(self.call, self._log)
 
     async def _receive_text(self) -> str | None:
         """Next text frame, or None once the socket is closed. Binary frames are not protocol."""
@@ -419,7 +377,7 @@ class CallSession:
             if text is None:
                 self._end("socket closed by Twilio", by="caller")
                 return
-            self._notify("twilio_received", text)
+            self._observers.notify("twilio_received", text)
             message = self._parse(text)
             if message is None:
                 continue
@@ -481,7 +439,7 @@ class CallSession:
                 return
             if message.stamps:
                 self._record_latency(message.stamps)
-            self._notify("twilio_sent", message.text)
+            self._observers.notify("twilio_sent", message.text)
 
     def _record_latency(self, stamps: tuple[Stamp, ...]) -> None:
         now = time.monotonic()
@@ -531,7 +489,7 @@ class CallSession:
     def _open_audio_paths(self, agent: BidiAgent) -> None:
         input_rate, output_rate = model_rates(agent)
         self._log.info("model audio | input=%d Hz output=%d Hz", input_rate, output_rate)
-        self._notify("model_audio", input_rate, output_rate)
+        self._observers.notify("model_audio", input_rate, output_rate)
         self._inbound_audio = InboundAudio(input_rate)
         self._outbound_audio = OutboundAudio(output_rate)
         bytes_per_ms = input_rate * 2 // 1000
@@ -541,7 +499,7 @@ class CallSession:
         assert self._inbound is not None
         while True:
             item, received_at = await self._inbound.get()
-            self._notify("agent_input", item)
+            self._observers.notify("agent_input", item)
             try:
                 if isinstance(item, str):
                     await agent.send(item)
@@ -555,7 +513,7 @@ class CallSession:
     async def _receive_loop(self, agent: BidiAgent) -> None:
         try:
             async for event in agent.receive():
-                self._notify("agent_event", event)
+                self._observers.notify("agent_event", event)
                 self._on_agent_event(event)
         except Exception as error:  # noqa: BLE001 - a failing model gets the apology
             self._fail(f"agent failed mid-call: {error!r}", error, kind="agent_stream")
@@ -643,7 +601,7 @@ class CallSession:
         if self._outbound_audio is not None:
             self._outbound_audio.reset()
         self._log.info("barge-in: clear sent, %d queued frames dropped", dropped)
-        self._notify("note", "barge_in", f"{dropped} queued frames dropped")
+        self._observers.notify("note", "barge_in", f"{dropped} queued frames dropped")
         if self._goodbye is not None:
             self._goodbye.cancel()
             self._goodbye = None
@@ -663,27 +621,17 @@ class CallSession:
     async def _goodbye_watch(self, reason: str, transfer_to: str | None = None) -> None:
         """Act after ``hangup_grace_s`` of idle playback, or at the cap if marks never return."""
         assert self.playback is not None
-        grace = self._settings.hangup_grace_s
-        idle_since: float | None = None
-        armed_at = time.monotonic()
-        while True:
-            now = time.monotonic()
-            if self.playback.idle and not self._responding:
-                idle_since = idle_since or now
-                if now - idle_since >= grace:
-                    break
-            else:
-                idle_since = None
-            deadline = max(armed_at, self.playback.playout_end) + self._settings.hangup_mark_timeout_s
-            if now >= deadline:
-                self._log.warning("goodbye marks did not come back in time: hanging up anyway")
-                break
-            await asyncio.sleep(_WATCH_INTERVAL_S)
+        grace, cap = self._settings.hangup_grace_s, self._settings.hangup_mark_timeout_s
+        if not await self.playback.settled(grace, cap, busy=self._is_responding):
+            self._log.warning("goodbye marks did not come back in time: hanging up anyway")
         self._goodbye = None
         if transfer_to is not None:
             await self._transfer(transfer_to, reason)
         else:
             await self._hang_up(f"agent ended the call ({reason})", by="agent")
+
+    def _is_responding(self) -> bool:
+        return self._responding
 
     async def _transfer(self, destination: str, reason: str) -> None:
         """Replace our stream with a ``<Dial>``; if Twilio refuses, the agent hears why and goes on."""
@@ -692,15 +640,13 @@ class CallSession:
             self.tell_agent("The transfer failed: this server has no Twilio credentials. Tell the caller.")
             return
         try:
-            await asyncio.wait_for(
-                self._rest.redirect(self.call.call_sid, dial_twiml(destination)), HANGUP_REST_TIMEOUT_S
-            )
+            await asyncio.wait_for(self._rest.redirect(self.call.call_sid, dial_twiml(destination)), REST_TIMEOUT_S)
         except Exception as error:  # noqa: BLE001 - the call goes on with the agent
             self._log.warning("transfer to %s failed: %r", destination, error)
             self.tell_agent("The transfer failed and the caller is still with you. Apologise and offer other help.")
             return
         self._log.info("call transferred to %s (%s)", destination, reason)
-        self._notify("note", "transfer", destination)
+        self._observers.notify("note", "transfer", destination)
         self._end(f"transferred to {destination}", by="agent")
 
     async def _watch(self) -> None:
@@ -711,7 +657,7 @@ class CallSession:
             verdict = self._clock.check(time.monotonic())
             if verdict is not None:
                 self._log.warning("%s", verdict.value)
-                self._notify("note", "limit", verdict.name.lower())
+                self._observers.notify("note", "limit", verdict.name.lower())
                 await self._enforce(verdict)
 
     async def _enforce(self, verdict: Verdict) -> None:
@@ -739,7 +685,7 @@ class CallSession:
         self._failing = True
         self._count_error(kind)
         self._log.error("%s", reason, exc_info=error if self._log.isEnabledFor(logging.DEBUG) else None)
-        self._notify("note", "error", reason)
+        self._observers.notify("note", "error", reason)
         if self._goodbye is not None:
             self._goodbye.cancel()
             self._goodbye = None
@@ -751,11 +697,7 @@ class CallSession:
         self.playback.play(self._apology)
         name = self.playback.mark("apology")
         cap = len(self._apology) / 8000 + self._settings.hangup_mark_timeout_s
-        try:
-            async with asyncio.timeout(cap):
-                while self.playback.is_pending(name):
-                    await asyncio.sleep(_WATCH_INTERVAL_S)
-        except TimeoutError:
+        if not await self.playback.heard(name, cap):
             self._log.warning("apology mark did not come back within %.1fs", cap)
         await self._hang_up(reason, by="server")
 
@@ -765,26 +707,11 @@ class CallSession:
             return
         self._hanging_up = True
         self._log.info("hanging up: %s", reason)
-        self._notify("note", "hangup", reason)
+        self._observers.notify("note", "hangup", reason)
         if self._rest is not None and self.call is not None:
-            await self._rest_hang_up(self.call.call_sid)
+            if not await hang_up_with_retries(self._rest, self.call.call_sid, self._log):
+                self._count_error("rest_hangup")
         self._end(reason, by=by)
-
-    async def _rest_hang_up(self, call_sid: str) -> None:
-        """A few quick tries within a bound; then closing the socket ends the call anyway."""
-        assert self._rest is not None
-        deadline = time.monotonic() + HANGUP_REST_TIMEOUT_S
-        for attempt, pause in enumerate(HANGUP_RETRY_PAUSES_S, start=1):
-            try:
-                await asyncio.wait_for(self._rest.hang_up(call_sid), max(0.1, deadline - time.monotonic()))
-                return
-            except Exception as error:  # noqa: BLE001 - closing the socket still ends the call
-                self._log.warning("REST hang-up attempt %d failed: %r", attempt, error)
-            if time.monotonic() + pause >= deadline:
-                break
-            await asyncio.sleep(pause)
-        self._log.warning("REST hang-up gave up: closing the socket instead")
-        self._count_error("rest_hangup")
 
 
 def limits_from(settings: Settings) -> Limits:
