@@ -86,3 +86,29 @@ async def test_paced_playback_keeps_only_the_lead_ahead_and_a_clear_jumps_the_wa
     playback.interrupt()
     clear = await asyncio.wait_for(waiting, 0.05)
     assert json.loads(clear.text)["event"] == "clear"
+
+
+async def test_settled_waits_for_the_last_mark_and_the_grace_then_gives_up_at_the_cap() -> None:
+    playback = Playback("MZ1")
+    playback.play(b"\x01" * 160 * 5, utterance="bye")
+    goodbye = playback.mark("goodbye")
+    await drain(playback)
+    busy = [True]
+    waiting = asyncio.create_task(playback.settled(0.1, 5.0, busy=lambda: busy[0]))
+    await asyncio.sleep(0.15)
+    assert not waiting.done(), "the goodbye mark has not come back"
+    playback.on_echo(goodbye)
+    await asyncio.sleep(0.15)
+    assert not waiting.done(), "the model is still answering"
+    busy[0] = False
+    began = time.monotonic()
+    assert await waiting is True
+    assert time.monotonic() - began >= 0.1, "the grace is kept after the last word"
+
+    playback.play(b"\x01" * 160, utterance="lost")
+    lost = playback.mark("lost")
+    await drain(playback)
+    assert await playback.settled(0.0, 0.2, busy=lambda: False) is False, "marks never came back: give up"
+    assert await playback.heard(lost, 0.1) is False
+    playback.on_echo(lost)
+    assert await playback.heard(lost, 0.1) is True
