@@ -22,9 +22,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from .codec import FRAME_BYTES, TWILIO_RATE, ULAW_SILENCE, ulaw_to_pcm16
+from .codec import TWILIO_RATE, ULAW_SILENCE, ulaw_to_pcm16
 
-FRAME_S = FRAME_BYTES / TWILIO_RATE
 CALLER_WAV, BOT_WAV, CALL_WAV = "caller.wav", "bot.wav", "call.wav"
 MAX_GAP_S = 60.0
 """A caller frame stamped this far past the audio so far is not Twilio's (its timestamps run on with the
@@ -127,11 +126,12 @@ class CallAudio:
         if stamp_s is None:
             # No timestamp (not Twilio): place it by arrival, on the clock as far as it is known.
             stamp_s = at - (self._offset or 0.0)
-        elif stamp_s < 0 or stamp_s * TWILIO_RATE > self._caller.length + MAX_GAP_S * TWILIO_RATE:
-            return
-        else:
+        elif 0 <= stamp_s <= self._caller.length / TWILIO_RATE + MAX_GAP_S:
             self._offset = at - stamp_s if self._offset is None else min(self._offset, at - stamp_s)
-        self._caller.write(round(stamp_s * TWILIO_RATE), payload)
+        else:
+            return
+        if stamp_s >= 0:
+            self._caller.write(round(stamp_s * TWILIO_RATE), payload)
 
     def _add_bot(self, at: float, media: Any, tag: int | None) -> None:
         payload = _payload(media)

@@ -148,12 +148,13 @@ def test_caller_audio_is_placed_by_twilio_timestamps_not_arrival() -> None:
 def test_a_forged_timestamp_is_left_out_and_a_missing_one_placed_by_arrival(tmp_path: Path) -> None:
     audio = CallAudio(tmp_path)
     loud = base64.b64encode(b"\x00" * 160).decode()
-    for arrived, stamp in ((0.05, "0"), (0.07, "20"), (0.09, str(10**12)), (0.6, None)):
+    for arrived, stamp in ((0.05, "0"), (0.07, "20"), (0.09, str(10**12)), (0.6, None), (0.01, None)):
         media = {"track": "inbound", "payload": loud} | ({"timestamp": stamp} if stamp else {})
         audio.add({"t": arrived, "kind": "twilio_in", "message": {"event": "media", "media": media}})
     voiced = np.flatnonzero(audio.caller_track())
     runs = np.split(voiced, np.flatnonzero(np.diff(voiced) > 1) + 1)
-    # offset 0.05 s: stamps 0 and 20 ms land at 0.05 and 0.07 s; the unstamped frame at its arrival, 0.6 s.
+    # offset 0.05 s: stamps 0 and 20 ms land at 0.05 and 0.07 s; an unstamped frame at its arrival, 0.6 s
+    # (one from before the stream's clock began, 0.01 s, has nowhere to go).
     assert [(run[0], len(run)) for run in runs] == [(400, 320), (4800, 160)]
     assert audio.length == 4960, "the forged timestamp (31 years in) made nothing longer"
     audio.write(tmp_path)
