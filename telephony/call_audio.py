@@ -29,8 +29,7 @@ MAX_GAP_S = 60.0
 """A caller frame stamped this far past the audio so far is not Twilio's (its timestamps run on with the
 stream): it is left out, so a forged timestamp cannot make the track hours long."""
 RENDER_SAMPLES = 60 * TWILIO_RATE
-"""WAVs are written a minute at a time."""
-_SILENCE_BLOCK = bytes([ULAW_SILENCE]) * RENDER_SAMPLES
+"""WAVs are written a minute at a time (and long silences filled a minute at a time)."""
 
 
 @dataclass(slots=True)
@@ -72,7 +71,7 @@ class Track:
         before = min(max(-position, 0), count)
         self._file.seek(max(position, 0))
         data = self._file.read(max(count - before, 0))
-        return bytes([ULAW_SILENCE]) * before + data + bytes([ULAW_SILENCE]) * (count - before - len(data))
+        return _silence(before) + data + _silence(count - before - len(data))
 
     def close(self) -> None:
         self._file.close()
@@ -80,9 +79,9 @@ class Track:
     def _fill(self, start: int, end: int) -> None:
         self._file.seek(start)
         while start < end:
-            block = _SILENCE_BLOCK[: end - start]
-            self._file.write(block)
-            start += len(block)
+            count = min(end - start, RENDER_SAMPLES)
+            self._file.write(_silence(count))
+            start += count
 
 
 class CallAudio:
@@ -201,6 +200,10 @@ def _payload(media: Any) -> bytes | None:
         return base64.b64decode(media["payload"], validate=True)
     except (binascii.Error, ValueError):
         return None
+
+
+def _silence(count: int) -> bytes:
+    return bytes([ULAW_SILENCE]) * max(count, 0)
 
 
 def _pcm(ulaw: bytes) -> np.ndarray:
