@@ -3,7 +3,7 @@
 It emits the model's recorded events (responses, transcripts, audio, barge-ins, tool calls) in their
 recorded order. Each is released once the model has been given as much as it had been given when the
 event was recorded: seconds of caller audio, text inputs (greeting, keypresses) and tool results (see
-``input`` in :mod:`telephony.recording`). So timing follows the caller's stream, not the wall clock,
+``input`` in ``telephony.recording.format``). So timing follows the caller's stream, not the wall clock,
 and a replay at any speed produces the same events in the same places.
 
 Only what a *model* emits is replayed: transcript blocks, tool results and connection lifecycle events
@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from strands.bidi import BidiAgent
 from strands.bidi.types import (
     AudioDelta,
     BidiAudioDeltaEvent,
@@ -48,10 +46,6 @@ from strands.types.content import TextBlock
 from strands.types.tools import ToolResultBlock
 
 from agent.pcm_model import PcmModel
-from telephony.call_info import CallInfo
-from telephony.recording import Recording
-
-from .tools import end_conversation, transfer_tool
 
 DEFAULT_RATE = 16000
 _MODEL_EVENTS: dict[str, type[Any]] = {
@@ -92,10 +86,10 @@ class ReplayStep:
         return _MODEL_EVENTS[self.event["type"]](**fields)
 
 
-def replay_steps(recording: Recording) -> list[ReplayStep]:
+def replay_steps(records: Iterable[dict[str, Any]]) -> list[ReplayStep]:
     """The model events worth replaying, in order (see the module docstring for what is left out)."""
     steps: list[ReplayStep] = []
-    for record in recording.records:
+    for record in records:
         if _call_ending(record):
             break
         event = record.get("event")
@@ -123,10 +117,10 @@ def _call_ending(record: dict[str, Any]) -> bool:
 class ReplayModel(PcmModel):
     """Replays a recording's model events, paced by the caller audio, texts and tool results it receives."""
 
-    def __init__(self, recording: Recording | Path | str) -> None:
-        self.recording = recording if isinstance(recording, Recording) else Recording.load(recording)
-        self.steps = replay_steps(self.recording)
-        super().__init__("replay", *(self.recording.model_rates or (DEFAULT_RATE, DEFAULT_RATE)))
+    def __init__(self, records: Iterable[dict[str, Any]], rates: tuple[int, int] | None = None) -> None:
+        """``records`` are a recording's lines (``Recording.records``), ``rates`` its model's (input, output)."""
+        self.steps = replay_steps(records)
+        super().__init__("replay", *(rates or (DEFAULT_RATE, DEFAULT_RATE)))
         self.audio_bytes = 0
         self.texts: list[str] = []
         self.tool_results = 0
@@ -172,21 +166,3 @@ class ReplayModel(PcmModel):
             self.emit(step.build())
             self.emitted += 1
             await asyncio.sleep(0)  # let the agent take each event as the live model's stream would
-
-
-def replay_agent_factory(recording: Recording | Path | str) -> Callable[[CallInfo], BidiAgent]:
-    """An agent factory (as for ``voicebot serve --agent``) whose agent replays ``recording``.
-
-    Its tools are ``end_conversation`` and, if the recorded call was transferred, ``transfer_call`` to the
-    same destination, so the recorded tool calls act again.
-    """
-    loaded = recording if isinstance(recording, Recording) else Recording.load(recording)
-    transfers = [record.get("detail", "") for record in loaded.of_kind("note") if record.get("note") == "transfer"]
-
-    def create_agent(call: CallInfo) -> BidiAgent:
-        tools: list[Any] = [end_conversation]
-        if transfers:
-            tools.append(transfer_tool(str(transfers[0])))
-        return BidiAgent(model=ReplayModel(loaded), tools=tools, system_prompt="Replay of a recorded call.")
-
-    return create_agent

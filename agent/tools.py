@@ -7,23 +7,12 @@ reach it through their ``ToolContext``. Agents used outside a call get a clear e
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import Any
 
 from strands import tool
 from strands.types.tools import AgentTool, ToolContext, ToolGenerator, ToolSpec, ToolUse
 
-CALL_CONTROL_KEY = "voicebot_call"
-"""Key of the ``CallControl`` in ``invocation_state``."""
-
-
-class CallControl(Protocol):
-    """What the call session offers to tools. Safe to call from any thread."""
-
-    def end_call(self, reason: str) -> None:
-        """Hang up once everything the bot has said so far has been heard."""
-
-    def transfer_call(self, destination: str, reason: str) -> None:
-        """Move the call to ``destination`` once everything said so far has been heard."""
+from telephony.controls import CALL_CONTROL_KEY, CallControl
 
 
 def call_control(tool_context: ToolContext) -> CallControl | None:

@@ -39,7 +39,8 @@ except ImportError:  # run as a script without the editable install: make the re
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from benchmarks import signals
 
-from telephony import codec, protocol
+from telephony import codec
+from telephony.bridge import protocol
 
 MODEL_RATES = (16000, 24000)
 ALIAS_TONES = range(4500, 7001, 250)

@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 
 import websockets  # noqa: E402
 
-from telephony.caller import answer  # noqa: E402
 from telephony.codec import pcm16_to_ulaw  # noqa: E402
+from telephony.simulation.caller import answer  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SPEECH = pcm16_to_ulaw((0.3 * 32767 * np.sin(2 * math.pi * 300 * np.arange(8000) / 8000)).astype("<i2").tobytes())
@@ -118,7 +118,7 @@ class LightCaller:
     It plays what it receives the way Twilio's player does, without a task per call: each frame
     extends a playout clock, each mark is echoed by a timer when the audio before it has played,
     and ``clear`` resets the clock and echoes pending marks at once. (The full-featured peer is
-    telephony.caller.SimulatedCaller; this one keeps no per-frame records.)
+    telephony.simulation.caller.SimulatedCaller; this one keeps no per-frame records.)
     """
 
     def __init__(self, url: str, call_sid: str, stream_sid: str, parameters: dict[str, str]) -> None:

@@ -35,8 +35,8 @@ os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 from strands.bidi import BidiAgent  # noqa: E402
 
 from telephony.app import create_app  # noqa: E402
-from telephony.caller import SimulatedCaller  # noqa: E402
-from telephony.playback import Playback  # noqa: E402
+from telephony.bridge.playback import Playback  # noqa: E402
+from telephony.simulation.caller import SimulatedCaller  # noqa: E402
 from tests.audio import frame_hz  # noqa: E402
 from tests.conftest import TEST_SETTINGS, serve  # noqa: E402
 from tests.fakes.model import BargeIn, Hold, Say, ScriptedModel, WaitForAudio  # noqa: E402

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from telephony.call_audio import CallAudio
-from telephony.transcript import TranscriptBuilder
+from telephony.recording.call_audio import CallAudio
+from telephony.recording.transcript import TranscriptBuilder
 
 FRAME = base64.b64encode(bytes(range(0, 160))).decode()
 

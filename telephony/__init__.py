@@ -1,5 +1,5 @@
-"""The Twilio side: HTTP and WebSocket app, Media Streams protocol, codec, call session, CLI."""
+"""The Twilio side of the phone line: the app, the call bridge, Twilio integration, recording, console, simulation."""
 
-from .call_info import CallInfo
+from telephony.call_info import CallInfo
 
 __all__ = ["CallInfo"]

@@ -22,19 +22,20 @@ from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import FormData
 
-from .admission import Admission
-from .agent_factory import AgentFactory, load_agent_factory
-from .call_control import CallControlClient, TwilioCallControl
-from .call_info import CallInfo
-from .config import Settings
-from .console import console_for
-from .latency import app_samples
-from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from .metrics import Metrics
-from .observer import ObserverFactory
-from .prewarm import Prewarmer, callinfo_from_webhook
-from .recorder import recorder_factory
-from .security import (
+from telephony.bridge.agent_factory import AgentFactory, load_agent_factory
+from telephony.bridge.observer import ObserverFactory
+from telephony.bridge.prewarm import Prewarmer, callinfo_from_webhook
+from telephony.bridge.session import CallSession
+from telephony.call_info import CallInfo
+from telephony.config import Settings
+from telephony.console.routes import console_for
+from telephony.operations.admission import Admission
+from telephony.operations.latency import app_samples
+from telephony.operations.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from telephony.operations.metrics import Metrics
+from telephony.recording.recorder import recorder_factory
+from telephony.twilio.call_control import CallControlClient, TwilioCallControl
+from telephony.twilio.security import (
     PARAMETER_NAME,
     CallTokens,
     public_url_for,
@@ -43,8 +44,7 @@ from .security import (
     verify_websocket_signature,
     websocket_url,
 )
-from .session import CallSession
-from .twiml import busy_twiml, connect_twiml
+from telephony.twilio.twiml import busy_twiml, connect_twiml
 
 log = logging.getLogger(__name__)
 

@@ -14,17 +14,17 @@ from pathlib import Path
 
 from twilio.base.exceptions import TwilioRestException
 
-from . import replay
-from .agent_factory import AgentFactoryError, load_agent_factory
-from .app import STREAM_PATH
-from .config import MODEL_PROVIDERS, ConfigError, Settings, load_settings, validate
-from .dialer import parse_params, place_call
-from .logs import configure_logging
-from .numbers import configure_number
-from .recorder import record_dir_problem
-from .security import PARAMETER_NAME, CallTokens, public_url_for, token_secret, websocket_url
-from .session import DIAL_PARAMETER
-from .twilio_rest import rest_client
+from telephony.app import STREAM_PATH
+from telephony.bridge.agent_factory import AgentFactoryError, load_agent_factory
+from telephony.bridge.session import DIAL_PARAMETER
+from telephony.config import MODEL_PROVIDERS, ConfigError, Settings, load_settings, validate
+from telephony.operations.logs import configure_logging
+from telephony.recording.recorder import record_dir_problem
+from telephony.simulation import replay
+from telephony.twilio.dialer import parse_params, place_call
+from telephony.twilio.numbers import configure_number
+from telephony.twilio.rest import rest_client
+from telephony.twilio.security import PARAMETER_NAME, CallTokens, public_url_for, token_secret, websocket_url
 
 log = logging.getLogger("voicebot")
 
@@ -228,7 +228,7 @@ def unsigned_refusal(settings: Settings, allow_unsigned: bool) -> str | None:
 
 
 def run_demo_command(settings: Settings, args: argparse.Namespace) -> int:
-    from .demo import run_demo
+    from telephony.simulation.demo import run_demo
 
     logging.getLogger().setLevel(logging.WARNING)  # the demo prints the conversation itself
     return asyncio.run(run_demo(settings, Path(args.out), interactive=args.interactive))
@@ -237,9 +237,9 @@ def run_demo_command(settings: Settings, args: argparse.Namespace) -> int:
 def serve(settings: Settings, allow_unsigned: bool = False) -> int:
     import uvicorn
 
-    from .app import create_app
-    from .shutdown import DrainingServer
-    from .tracing import setup_tracing
+    from telephony.app import create_app
+    from telephony.operations.shutdown import DrainingServer
+    from telephony.operations.tracing import setup_tracing
 
     refusal = unsigned_refusal(settings, allow_unsigned)
     if refusal:

@@ -15,10 +15,10 @@ from strands.bidi import BidiAgent
 
 from agent.tools import end_conversation
 from telephony.app import create_app
+from telephony.bridge.observer import ObserverFactory
 from telephony.call_info import CallInfo
 from telephony.config import Settings
-from telephony.local_server import serve_app
-from telephony.observer import ObserverFactory
+from telephony.simulation.local_server import serve_app
 
 from .fakes.model import ScriptedModel, Step
 from .fakes.rest import FakeCallControl

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from telephony.agent_factory import AgentFactoryError, build_agent, load_agent_factory
+from telephony.bridge.agent_factory import AgentFactoryError, build_agent, load_agent_factory
 from telephony.call_info import CallInfo
 from telephony.cli import apply_overrides, build_parser, main
 from telephony.config import Settings

@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from telephony.app import create_app
-from telephony.protocol import ProtocolError, parse_message
+from telephony.bridge.protocol import ProtocolError, parse_message
 
+from .bridge.test_bridge import frame_hz
 from .conftest import TEST_SETTINGS, harness
 from .fakes.model import Hold, Say, WaitForAudio
-from .test_bridge import frame_hz
 
 SID = "MZ" + "2" * 32
 SILENCE = base64.b64encode(b"\xff" * 160).decode()

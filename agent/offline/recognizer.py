@@ -1,6 +1,6 @@
 """Speech recognition of a small phrase set with pocketsphinx, at telephone bandwidth.
 
-Measured choices (see benchmarks/offline_model.py and tests/test_offline_audio.py):
+Measured choices (see benchmarks/offline_model.py and tests/agent/test_offline_audio.py):
 
 * **16 kHz features on band-limited audio.** The en-us acoustic model was trained on 16 kHz cepstra
   (filters up to 6.8 kHz). Telephone audio upsampled to 16 kHz simply leaves the top filters empty, and

@@ -1,4 +1,4 @@
-"""The tests' fake Twilio: the product's :class:`telephony.caller.SimulatedCaller`, plus two test conveniences.
+"""The tests' fake Twilio: the product's :class:`~telephony.simulation.caller.SimulatedCaller`, plus two helpers.
 
 The simulated caller speaks the exact Media Streams protocol over a real WebSocket and plays what it
 receives the way Twilio's player does (real time scaled by ``speed``, marks echoed once the audio before
@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from telephony.caller import FRAME_SECONDS, ULAW_SILENCE, Heard, Received, SimulatedCaller
 from telephony.codec import FRAME_BYTES
+from telephony.simulation.caller import FRAME_SECONDS, ULAW_SILENCE, Heard, Received, SimulatedCaller
 
 __all__ = ["FRAME_BYTES", "FRAME_SECONDS", "ULAW_SILENCE", "FakeTwilioCall", "Heard", "Received"]
 

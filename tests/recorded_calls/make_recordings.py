@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from telephony.codec import pcm16_to_ulaw
-from telephony.recorder import recorder_factory
-from telephony.recording import EVENTS_FILE
+from telephony.recording.format import EVENTS_FILE
+from telephony.recording.recorder import recorder_factory
 
 from ..conftest import harness
 from ..fakes.model import BargeIn, CallTool, Hold, Say, SayMore, ScriptedModel, UserSaid, WaitForAudio, WaitForText

@@ -1,0 +1,1 @@
+"""The call bridge: one ``CallSession`` per media stream, between Twilio's frames and the agent."""

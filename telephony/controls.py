@@ -1,0 +1,23 @@
+"""What a call lets the agent's tools do: the one contract the agent side and the call bridge share.
+
+The call session puts a ``CallControl`` in the agent's ``invocation_state`` under ``CALL_CONTROL_KEY``;
+tools such as ``agent.tools.end_conversation`` find it through their ``ToolContext``. It lives here,
+below both sides, so neither has to import the other.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+CALL_CONTROL_KEY = "voicebot_call"
+"""Key of the ``CallControl`` in ``invocation_state``."""
+
+
+class CallControl(Protocol):
+    """What the call session offers to tools. Safe to call from any thread."""
+
+    def end_call(self, reason: str) -> None:
+        """Hang up once everything the bot has said so far has been heard."""
+
+    def transfer_call(self, destination: str, reason: str) -> None:
+        """Move the call to ``destination`` once everything said so far has been heard."""

@@ -1,0 +1,1 @@
+"""Running the server: admission (call limit), graceful shutdown, metrics, latency figures, logs, tracing."""

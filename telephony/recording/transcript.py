@@ -1,0 +1,149 @@
+"""``transcript.json``: who said what, when, as read back from a recording's records.
+
+- A **bot** turn is one model response (``bidi_response_start``; the first audio starts one if the model
+  sends none). Its text is the assistant transcript; ``start``/``end`` are when the caller *heard* its
+  first and last audio (Twilio's player modelled as in :mod:`telephony.recording.call_audio`); ``interrupted``
+  says a ``clear`` cut it short.
+- A **caller** turn is one user transcript from the model; ``start``/``end`` are when the model reported
+  it (speech recognisers report after the words, so these trail the audio).
+- A **tool** turn is one tool call: name, input, status, from the model's request to the tool's result.
+
+Barge-ins, hang-ups and errors the bridge noted are listed with their times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from telephony.codec import TWILIO_RATE
+from telephony.recording.call_audio import CallAudio
+
+TRANSCRIPT_FILE = "transcript.json"
+
+
+@dataclass
+class _BotTurn:
+    tag: int
+    created: float
+    order: int
+    text: list[str] = field(default_factory=list)
+    sent_frames: int = 0
+
+
+@dataclass
+class TranscriptBuilder:
+    """Feed records in order with :meth:`add`; :meth:`build` returns the ``transcript.json`` object.
+
+    It also collects both sides' audio (``audio``), since a bot turn's times are when it was heard.
+    """
+
+    audio: CallAudio = field(default_factory=CallAudio)
+    """Both sides' audio (give it the call's folder for its temporary tracks; close it when done)."""
+    bots: list[_BotTurn] = field(default_factory=list)
+    others: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    _current: _BotTurn | None = None
+    _transcript_starts: dict[str, float] = field(default_factory=dict)
+    _tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _last_t: float = 0.0
+    _order: int = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        at = float(record.get("t", 0.0))
+        self._last_t = max(self._last_t, at)
+        kind = record.get("kind")
+        if kind == "agent" and isinstance(record.get("event"), dict):
+            self._on_agent(at, record["event"])
+        elif kind == "note":
+            self._on_note(at, str(record.get("note", "")), str(record.get("detail", "")))
+        elif kind == "twilio_out":
+            message = record.get("message")
+            is_media = isinstance(message, dict) and message.get("event") == "media"
+            turn = self._current if is_media else None
+            if turn is not None:
+                turn.sent_frames += 1
+            self.audio.add(record, turn.tag if turn is not None else None)
+        elif kind == "twilio_in":
+            self.audio.add(record)
+
+    def _bot_turn(self, at: float) -> _BotTurn:
+        self._current = _BotTurn(tag=len(self.bots), created=at, order=self._next_order())
+        self.bots.append(self._current)
+        return self._current
+
+    def _on_agent(self, at: float, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "bidi_response_start":
+            self._bot_turn(at)
+        elif kind == "bidi_audio_delta" and self._current is None:
+            self._bot_turn(at)
+        elif kind == "bidi_transcript_start":
+            self._transcript_starts.setdefault(str(event.get("content_id")), at)
+        elif kind == "bidi_transcript_block":
+            self._on_transcript(at, event)
+        elif kind == "bidi_tool_use_blocks":
+            for use in event.get("tool_uses") or []:
+                tool = {"role": "tool", "name": use.get("name"), "input": use.get("input"), "start": at, "end": None}
+                tool["_order"] = self._next_order()
+                self._tools[str(use.get("toolUseId"))] = tool
+                self.others.append(tool)
+        elif kind == "tool_result":
+            result = event.get("tool_result") or {}
+            tool = self._tools.get(str(result.get("toolUseId")))
+            if tool is not None:
+                tool["end"], tool["status"] = at, result.get("status")
+
+    def _next_order(self) -> int:
+        self._order += 1
+        return self._order
+
+    def _on_transcript(self, at: float, event: dict[str, Any]) -> None:
+        text = str(event.get("transcript", "")).strip()
+        if not text:
+            return
+        if event.get("role") == "assistant":
+            (self._current or self._bot_turn(at)).text.append(text)
+            return
+        start = self._transcript_starts.get(str(event.get("content_id")), at)
+        turn = {"role": "caller", "text": text, "start": round(start, 3), "end": round(at, 3)}
+        self.others.append(turn | {"_order": self._next_order()})
+
+    def _on_note(self, at: float, note: str, detail: str) -> None:
+        self.notes.append({"t": round(at, 3), "note": note, "detail": detail})
+        if note == "error":
+            self._bot_turn(at).text.append("(apology)")
+
+    def build(self, header: dict[str, Any], end: dict[str, Any] | None) -> dict[str, Any]:
+        turns = [self._bot_dict(turn) for turn in self.bots if turn.sent_frames or turn.text]
+        for other in self.others:
+            turns.append({key: round(value, 3) if isinstance(value, float) else value for key, value in other.items()})
+        # By start time; a tie (same millisecond) keeps the order things happened in.
+        turns.sort(key=lambda turn: (turn["start"] if turn["start"] is not None else turn["_created"], turn["_order"]))
+        for turn in turns:
+            turn.pop("_created", None)
+            turn.pop("_order", None)
+        return {
+            "call_sid": (header.get("call") or {}).get("call_sid"),
+            "started_at": header.get("started_at"),
+            "duration_s": round(float(end["t"]) if end else self._last_t, 3),
+            "ended": {"reason": end.get("reason"), "by": end.get("ended_by")} if end else None,
+            "turns": turns,
+            "barge_ins": [note["t"] for note in self.notes if note["note"] == "barge_in"],
+            "notes": [note for note in self.notes if note["note"] != "barge_in"],
+        }
+
+    def _bot_dict(self, turn: _BotTurn) -> dict[str, Any]:
+        heard = [played for played in self.audio.bot if played.tag == turn.tag and played.samples]
+        heard_s = sum(played.samples for played in heard) / TWILIO_RATE
+        sent_s = turn.sent_frames * 0.02
+        return {
+            "role": "bot",
+            "text": " ".join(turn.text),
+            "start": round(heard[0].start, 3) if heard else None,
+            "end": round(heard[-1].end, 3) if heard else None,
+            "heard_s": round(heard_s, 3),
+            "interrupted": heard_s < sent_s - 0.0201,
+            "_created": turn.created,
+            "_order": turn.order,
+        }

@@ -1,0 +1,1 @@
+"""Tests of the agent side and the offline model."""

@@ -1,0 +1,114 @@
+"""Playback bookkeeping: what was sent, what was heard, and what a clear throws away."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+from telephony.bridge.playback import MarkState, Playback
+
+
+async def drain(playback: Playback) -> list[dict]:
+    messages = []
+    while True:
+        try:
+            messages.append(json.loads((await asyncio.wait_for(playback.next_message(), 0.01)).text))
+        except TimeoutError:
+            return messages
+
+
+async def test_frames_and_progress_marks() -> None:
+    playback = Playback("MZ1", mark_interval_s=0.1)
+    assert playback.play(b"\x01" * 160 * 12 + b"\x02" * 100, utterance="u1") == 12  # partial frame ignored
+    end = playback.end_utterance("u1")
+    messages = await drain(playback)
+    kinds = [message["event"] for message in messages]
+    assert kinds.count("media") == 12
+    assert kinds.count("mark") == 3  # every 5 frames, then the end mark
+    assert messages[-1]["mark"]["name"] == end
+    assert not playback.idle and playback.pending_marks == 3
+    for message in messages:
+        if message["event"] == "mark":
+            playback.on_echo(message["mark"]["name"])
+    assert playback.idle
+    utterance = playback.utterances["u1"]
+    assert utterance.heard_in_full and abs(utterance.heard_seconds - 0.24) < 1e-9
+
+
+async def test_interrupt_flags_marks_cleared_before_their_echo() -> None:
+    playback = Playback("MZ1", mark_interval_s=0.1)
+    playback.play(b"\x01" * 160 * 20, utterance="u1")
+    first = await drain(playback)
+    first_mark = next(message["mark"]["name"] for message in first if message["event"] == "mark")
+    playback.on_echo(first_mark)  # the first 100 ms really played
+    playback.play(b"\x01" * 160 * 20, utterance="u1")  # more queued, not yet sent
+    dropped = playback.interrupt()
+    assert dropped == 20
+    rest = await drain(playback)
+    assert [message["event"] for message in rest] == ["clear"]
+    # Twilio echoes every pending mark on clear; none of them counts as heard.
+    for message in first:
+        if message["event"] == "mark" and message["mark"]["name"] != first_mark:
+            record = playback.on_echo(message["mark"]["name"])
+            assert record is not None and record.state is MarkState.CLEARED
+    utterance = playback.utterances["u1"]
+    assert utterance.interrupted and not utterance.heard_in_full
+    assert abs(utterance.heard_seconds - 0.1) < 1e-9
+    assert playback.idle
+
+
+async def test_queue_is_bounded() -> None:
+    playback = Playback("MZ1", max_queued_frames=10)
+    assert playback.play(b"\x00" * 160 * 15) == 10
+    assert playback.frames_dropped == 5
+
+
+async def test_latency_stamps_ride_on_the_first_frame_and_the_clear() -> None:
+    playback = Playback("MZ1")
+    playback.play(b"\x01" * 160 * 3, utterance="u1", stamps=(("audio_to_frame", 1.0),))
+    first, second = await playback.next_message(), await playback.next_message()
+    assert first.stamps == (("audio_to_frame", 1.0),) and second.stamps == ()
+    playback.interrupt(stamps=(("barge_in_to_clear", 2.0),))
+    clear = await playback.next_message()
+    assert json.loads(clear.text)["event"] == "clear" and clear.stamps == (("barge_in_to_clear", 2.0),)
+
+
+async def test_paced_playback_keeps_only_the_lead_ahead_and_a_clear_jumps_the_wait() -> None:
+    playback = Playback("MZ1", pace_lead_s=0.1)
+    playback.play(b"\x01" * 160 * 30, utterance="u1")  # 0.6 s of audio
+    started = time.monotonic()
+    for _ in range(15):
+        await playback.next_message()
+    assert time.monotonic() - started >= 0.15  # 0.3 s of audio written, at most 0.1 s of it ahead
+    waiting = asyncio.create_task(playback.next_message())
+    await asyncio.sleep(0.005)
+    playback.interrupt()
+    clear = await asyncio.wait_for(waiting, 0.05)
+    assert json.loads(clear.text)["event"] == "clear"
+
+
+async def test_settled_waits_for_the_last_mark_and_the_grace_then_gives_up_at_the_cap() -> None:
+    playback = Playback("MZ1")
+    playback.play(b"\x01" * 160 * 5, utterance="bye")
+    goodbye = playback.mark("goodbye")
+    await drain(playback)
+    busy = [True]
+    waiting = asyncio.create_task(playback.settled(0.1, 5.0, busy=lambda: busy[0]))
+    await asyncio.sleep(0.15)
+    assert not waiting.done(), "the goodbye mark has not come back"
+    playback.on_echo(goodbye)
+    await asyncio.sleep(0.15)
+    assert not waiting.done(), "the model is still answering"
+    busy[0] = False
+    began = time.monotonic()
+    assert await waiting is True
+    assert time.monotonic() - began >= 0.1, "the grace is kept after the last word"
+
+    playback.play(b"\x01" * 160, utterance="lost")
+    lost = playback.mark("lost")
+    await drain(playback)
+    assert await playback.settled(0.0, 0.2, busy=lambda: False) is False, "marks never came back: give up"
+    assert await playback.heard(lost, 0.1) is False
+    playback.on_echo(lost)
+    assert await playback.heard(lost, 0.1) is True

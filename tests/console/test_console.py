@@ -1,0 +1,325 @@
+"""The call console without a browser: configuration, access, console streams, the event feed, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import websockets
+
+import telephony.console.routes as console_module
+from telephony.app import create_app
+from telephony.call_info import CallInfo
+from telephony.config import ConfigError, Settings, load_settings
+from telephony.console.auth import ConsoleAccess
+from telephony.console.events import BACKLOG, CallFeed
+from telephony.recording.call_library import CallLibrary
+from telephony.simulation.caller import SimulatedCaller
+
+from ..conftest import TEST_SETTINGS, harness
+from ..fakes.model import CallTool, Hold, Say, UserSaid, WaitForAudio
+from ..fakes.rest import FakeCallControl
+
+SECRET = "console-secret-for-tests"
+AUTH_TOKEN = "twilio-auth-token"
+CONSOLE = replace(TEST_SETTINGS, console=True, console_token=SECRET)
+SIGNED_CONSOLE = replace(CONSOLE, twilio_auth_token=AUTH_TOKEN)
+"""Twilio signatures verified: a console stream must still get in, with its own token."""
+BEARER = {"Authorization": f"Bearer {SECRET}"}
+GREET_AND_HANG_UP = [
+    Say("Hello from the bot.", 0.4, tone_hz=600),
+    WaitForAudio(0.3),
+    UserSaid("bye now"),
+    Say("Goodbye!", 0.3, tone_hz=400),
+    CallTool("end_conversation", {"reason": "caller said bye"}),
+    Hold(),
+]
+
+
+def never_called(call: CallInfo) -> Any:  # pragma: no cover - these tests open no stream
+    raise AssertionError("no agent should be built")
+
+
+def client_for(settings: Settings) -> httpx.AsyncClient:
+    app = create_app(settings, agent_factory=never_called)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://console.test")
+
+
+async def ticket_from(base: str) -> dict[str, Any]:
+    async with httpx.AsyncClient(base_url=f"http://{base}") as client:
+        response = await client.post("/console/session", headers=BEARER)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def console_caller(base: str, ticket: dict[str, Any], **overrides: Any) -> SimulatedCaller:
+    """A caller that speaks exactly as the console page does (same URL, SIDs and parameters)."""
+    values: dict[str, Any] = {
+        "url": f"ws://{base}{ticket['stream']}",
+        "call_sid": ticket["callSid"],
+        "stream_sid": ticket["streamSid"],
+        "parameters": ticket["parameters"],
+        "speed": 4.0,
+    }
+    return SimulatedCaller(**{**values, **overrides})
+
+
+async def read_events(base: str, path: str, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """The SSE feed until the server closes it (the call ended)."""
+    events = []
+    async with (
+        httpx.AsyncClient(base_url=f"http://{base}", timeout=timeout) as client,
+        client.stream("GET", path) as response,
+    ):
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                events.append(json.loads(line.removeprefix("data: ")))
+    return events
+
+
+# --- configuration --------------------------------------------------------------------------------
+
+
+def test_console_is_off_by_default_and_needs_a_token_when_on() -> None:
+    assert load_settings({}, dotenv=None).console is False
+    with pytest.raises(ConfigError, match="VOICEBOT_CONSOLE_TOKEN"):
+        load_settings({"VOICEBOT_CONSOLE": "1"}, dotenv=None)
+    with pytest.raises(ConfigError, match="VOICEBOT_CONSOLE_TOKEN"):
+        load_settings({"VOICEBOT_CONSOLE": "on", "VOICEBOT_CONSOLE_TOKEN": "short"}, dotenv=None)
+    with pytest.raises(ConfigError, match="VOICEBOT_CONSOLE='maybe'"):
+        load_settings({"VOICEBOT_CONSOLE": "maybe"}, dotenv=None)
+    settings = load_settings({"VOICEBOT_CONSOLE": "true", "VOICEBOT_CONSOLE_TOKEN": SECRET}, dotenv=None)
+    assert settings.console and SECRET not in repr(settings)
+
+
+# --- access ---------------------------------------------------------------------------------------
+
+
+def test_operator_secret_as_bearer_or_basic_password() -> None:
+    access = ConsoleAccess(SECRET)
+    basic = base64.b64encode(f"anyone:{SECRET}".encode()).decode()
+    assert access.authorised(f"Bearer {SECRET}") and access.authorised(f"basic {basic}")
+    wrong = base64.b64encode(b"anyone:wrong").decode()
+    for header in (None, "", "Bearer wrong", f"Basic {wrong}", "Basic !!!", f"Token {SECRET}", SECRET):
+        assert not access.authorised(header), header
+    assert SECRET not in repr(access)
+
+
+def test_tickets_are_single_use_and_bound_to_their_call() -> None:
+    access = ConsoleAccess(SECRET)
+    ticket = access.issue()
+    other = access.issue()
+    assert ticket.call_sid != other.call_sid and ticket.call_sid.startswith("CA") and len(ticket.call_sid) == 34
+    assert access.admits_stream({"console": ticket.stream_token, "call": other.call_sid}) == "wrong call SID"
+    assert access.admits_stream({"console": ticket.stream_token, "call": ticket.call_sid}) is None
+    assert access.admits_stream({"console": ticket.stream_token, "call": ticket.call_sid}) == "replayed"
+    assert access.admits_stream({"call": ticket.call_sid}) == "missing"
+    assert access.events_allowed(ticket.call_sid, ticket.events_key)
+    assert not access.events_allowed(other.call_sid, ticket.events_key) and not access.events_allowed("x", None)
+    assert ConsoleAccess("another secret").admits_stream({"console": other.stream_token, "call": other.call_sid})
+
+
+async def test_console_routes_do_not_exist_unless_enabled() -> None:
+    async with client_for(TEST_SETTINGS) as client:
+        for path in ("/console", "/console/calls", "/console/static/softphone.js"):
+            assert (await client.get(path, headers=BEARER)).status_code == 404
+        assert (await client.post("/console/session", headers=BEARER)).status_code == 404
+
+
+async def test_console_pages_need_the_secret() -> None:
+    async with client_for(SIGNED_CONSOLE) as client:
+        refused = await client.get("/console")
+        assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Basic")
+        assert "VOICEBOT_CONSOLE_TOKEN" in refused.text
+        assert (await client.post("/console/session")).status_code == 401
+        assert (await client.get("/console/api/calls", headers={"Authorization": "Bearer nope"})).status_code == 401
+        page = await client.get("/console", auth=("operator", SECRET))
+        assert page.status_code == 200 and "softphone.js" in page.text
+        assert "default-src 'self'" in page.headers["content-security-policy"]
+        script = await client.get("/console/static/phone-audio.js", headers=BEARER)
+        assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
+        for name in ("..%2Fconsole.py", ".hidden.js", "missing.js", "index.txt"):
+            assert (await client.get(f"/console/static/{name}", headers=BEARER)).status_code == 404
+        assert (await client.get("/console/api/calls", headers=BEARER)).json() == {"recording": False, "calls": []}
+
+
+async def test_twilio_routes_keep_their_signature_checks_with_the_console_on() -> None:
+    async with client_for(SIGNED_CONSOLE) as client:
+        assert (await client.post("/twiml", data={"CallSid": "CA1"}, headers=BEARER)).status_code == 403
+
+
+# --- console calls ---------------------------------------------------------------------------------
+
+
+async def test_a_console_call_gets_in_without_a_twilio_signature_and_streams_its_events() -> None:
+    rest = FakeCallControl()
+    async with harness(GREET_AND_HANG_UP, settings=SIGNED_CONSOLE, hangup=rest) as h:
+        ticket = await ticket_from(h.base)
+        feed = asyncio.create_task(read_events(h.base, ticket["events"]))
+        async with console_caller(h.base, ticket) as caller:
+            await caller.connect()
+            await caller.silence(1.0)
+            await caller.wait_closed()
+        events = await asyncio.wait_for(feed, 10)
+    assert h.calls[0].call_sid == ticket["callSid"] and caller.close_code == 1000 and not caller.hung_up
+    assert rest.calls == []  # no REST hang-up for a console call: there is no Twilio call to end
+    kinds = [event["type"] for event in events]
+    assert kinds[0] == "call_started" and kinds[-1] == "ended"
+    said = {(event["role"], event["text"]) for event in events if event["type"] == "transcript" and event["final"]}
+    assert {("bot", "Hello from the bot."), ("caller", "bye now"), ("bot", "Goodbye!")} <= said
+    tool = next(event for event in events if event["type"] == "tool_use")
+    assert tool["name"] == "end_conversation" and tool["input"] == {"reason": "caller said bye"}
+    assert any(event["type"] == "tool_result" and event["status"] == "success" for event in events)
+    assert kinds.index("hangup") < kinds.index("ended") and events[-1]["by"] == "agent"
+    assert [event["seq"] for event in events] == sorted({event["seq"] for event in events})
+
+
+async def test_a_console_stream_with_a_bad_or_used_token_is_refused() -> None:
+    async with harness([Hold()], settings=SIGNED_CONSOLE) as h:
+        ticket = await ticket_from(h.base)
+        forged = f"ws://{h.base}/media-stream?console=AAAA&call={ticket['callSid']}"
+        with pytest.raises(websockets.InvalidStatus):
+            await websockets.connect(forged)
+        plain = f"ws://{h.base}/media-stream"  # neither a Twilio signature nor a console token
+        with pytest.raises(websockets.InvalidStatus):
+            await websockets.connect(plain)
+        async with console_caller(h.base, ticket) as caller:
+            await caller.connect()
+            await caller.silence(0.2)
+            await caller.stop()
+            await caller.wait_closed()
+        with pytest.raises(websockets.InvalidStatus):  # the same ticket again
+            await websockets.connect(f"ws://{h.base}{ticket['stream']}")
+    assert len(h.calls) == 1
+
+
+async def test_a_console_call_needs_its_own_start_token() -> None:
+    async with harness([Hold()], settings=CONSOLE) as h:
+        first, second = await ticket_from(h.base), await ticket_from(h.base)
+        # second's stream, but first's start token under second's call SID: bound to another call
+        async with console_caller(h.base, second, parameters=first["parameters"]) as caller:
+            await caller.connect()
+            await caller.wait_closed()
+        # a console start on a stream the console did not open (no upgrade token) is refused too
+        async with console_caller(h.base, first, url=f"ws://{h.base}/media-stream") as caller:
+            await caller.connect()
+            await caller.wait_closed()
+    assert h.calls == []
+
+
+async def test_console_calls_count_against_the_call_limit() -> None:
+    async with harness([Say("Hi", 0.2), Hold()], settings=CONSOLE, max_calls=1) as h:
+        ticket = await ticket_from(h.base)  # holds the only line until its stream starts
+        async with httpx.AsyncClient(base_url=f"http://{h.base}") as client:
+            busy = await client.post("/console/session", headers=BEARER)
+            assert busy.status_code == 503 and "VOICEBOT_MAX_CALLS" in busy.json()["error"]
+            twiml = await client.post("/twiml", data={"CallSid": "CA" + "9" * 32})
+            assert "<Hangup" in twiml.text and "<Stream" not in twiml.text  # the busy message, not a stream
+            async with console_caller(h.base, ticket) as caller:
+                await caller.connect()
+                await caller.silence(0.3)
+                assert (await client.post("/console/session", headers=BEARER)).status_code == 503
+                await caller.stop()
+                await caller.wait_closed()
+            for _ in range(50):
+                if not h.app.state.sessions:
+                    break
+                await asyncio.sleep(0.02)
+            assert (await client.post("/console/session", headers=BEARER)).status_code == 200
+
+
+async def test_the_event_feed_needs_the_ticket_key() -> None:
+    async with harness([Hold()], settings=CONSOLE) as h:
+        ticket = await ticket_from(h.base)
+        async with httpx.AsyncClient(base_url=f"http://{h.base}") as client:
+            wrong = await client.get(f"/console/events?call={ticket['callSid']}&key=nope")
+            unknown = await client.get("/console/events?call=CA1&key=x")
+        assert wrong.status_code == 404 and unknown.status_code == 404
+
+
+# --- the feed itself -------------------------------------------------------------------------------
+
+
+async def test_feed_accumulates_transcript_deltas_and_resumes_after_the_last_event_seen() -> None:
+    feed = CallFeed("CA1")
+    feed.start(CallInfo(call_sid="CA1", stream_sid="MZ1"))
+    for delta in ("Hel", "lo ", "there"):
+        feed.agent_event({"type": "bidi_transcript_delta", "delta": delta, "role": "assistant", "content_id": "c1"})
+    feed.agent_event(
+        {"type": "bidi_transcript_block", "transcript": "Hello there.", "role": "assistant", "content_id": "c1"}
+    )
+    feed.note("barge_in", "3 queued frames dropped")
+    feed.twilio_sent('{"event":"media"}')  # audio is not an event for the page
+    await feed.call_ended("caller hung up", "caller")
+    events = [event async for event in feed.follow()]
+    texts = [event["text"] for event in events if event["type"] == "transcript"]
+    assert texts == ["Hel", "Hello", "Hello there", "Hello there."]
+    assert [event["type"] for event in events][-2:] == ["barge_in", "ended"]
+    resumed = [event async for event in feed.follow(after=events[-2]["seq"])]
+    assert [event["type"] for event in resumed] == ["ended"]
+
+
+async def test_a_slow_subscriber_never_holds_up_the_call() -> None:
+    feed = CallFeed("CA1")
+    follower = feed.follow(keepalive_s=5)
+    feed.note("limit", "first")
+    assert (await anext(follower))["detail"] == "first"
+    for index in range(3 * BACKLOG):  # the subscriber reads nothing meanwhile; publishing never waits for it
+        feed.note("limit", str(index))
+    feed.finish("done", "caller")
+    rest = [event async for event in follower]
+    assert len(rest) == BACKLOG and rest[-1]["type"] == "ended"  # it lost the oldest events, never the end
+
+
+async def test_draining_ends_the_feed_of_a_console_call_that_never_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(console_module, "KEEPALIVE_S", 0.1)
+    async with harness([Hold()], settings=CONSOLE) as h:
+        ticket = await ticket_from(h.base)
+        h.app.state.admission.draining = True  # what SIGTERM does: the page's stream will never come now
+        events = await asyncio.wait_for(read_events(h.base, ticket["events"]), 5)
+    assert events[-1]["type"] == "ended" and events[-1]["reason"] == "the server is shutting down"
+
+
+# --- recorded calls ---------------------------------------------------------------------------------
+
+
+def test_the_library_reads_only_recording_folders_directly_under_its_root(tmp_path: Path) -> None:
+    root = tmp_path / "calls"
+    done = root / "20260101-120000-CA1"
+    done.mkdir(parents=True)
+    header = {"format": "voicebot-recording", "started_at": "2026-01-01T12:00:00.000Z", "call": {"call_sid": "CA1"}}
+    (done / "events.jsonl").write_text(json.dumps(header) + "\n")
+    transcript = {
+        "duration_s": 12.5,
+        "ended": {"reason": "agent ended the call", "by": "agent"},
+        "turns": [{"role": "bot"}, {"role": "caller"}, {"role": "tool"}, {"role": "bot"}],
+        "barge_ins": [3.2],
+    }
+    (done / "transcript.json").write_text(json.dumps(transcript))
+    (done / "call.wav").write_bytes(b"RIFF")
+    live = root / "20260101-130000-CA2"  # still being recorded: no transcript yet
+    live.mkdir()
+    (live / "events.jsonl").write_text(json.dumps(header) + "\n")
+    (root / "not-a-recording").mkdir()
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "events.jsonl").write_text("{}\n")
+
+    library = CallLibrary(root)
+    rows = library.recent()
+    assert [row.name for row in rows] == [live.name, done.name]
+    assert not rows[0].complete and rows[0].duration_s is None
+    row = rows[1]
+    assert (row.duration_s, row.turns, row.tool_calls, row.barge_ins, row.ended_by) == (12.5, 3, 1, 1, "agent")
+    assert row.has_audio and row.started_at == "2026-01-01T12:00:00.000Z"
+    assert library.audio(done.name) == done / "call.wav" and library.audio(live.name) is None
+    assert library.transcript(live.name) is None and library.transcript(done.name)["summary"]["call_sid"] == "CA1"
+    for name in ("../secret", "..", ".", "not-a-recording", "a/b", ""):
+        assert library.folder(name) is None and library.transcript(name) is None
+    assert CallLibrary(tmp_path / "missing").recent() == []
