@@ -289,6 +289,13 @@ class LocalNova:
         """Every protocol violation of every stream, prefixed with the stream's index."""
         return [f"stream {record.index}: {violation}" for record in self.sessions for violation in record.violations]
 
+    def take_violations(self) -> list[str]:
+        """Return and forget the violations recorded so far (for tests that provoke them on purpose)."""
+        violations = self.violations
+        for record in self.sessions:
+            record.violations.clear()
+        return violations
+
     async def start(self) -> Self:
         directory = self._cert_dir
         if directory is None:

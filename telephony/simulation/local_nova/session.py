@@ -141,7 +141,7 @@ class NovaSession:
         before = len(self.record.violations)
         content = self._checker.check(event)
         if len(self.record.violations) > before:
-            self._after_violation()
+            self._after_violation(self.record.violations[before])
             return
         if self._stalled:
             return
@@ -233,12 +233,13 @@ class NovaSession:
 
     def _violation(self, message: str) -> None:
         self.record.violations.append(message)
-        self._after_violation()
+        self._after_violation(message)
 
-    def _after_violation(self) -> None:
-        log.warning("local nova stream %d: %s", self.record.index, self.record.violations[-1])
+    def _after_violation(self, first: str) -> None:
+        """Real Nova answers a malformed input with validationException and ends the stream; so do we."""
+        log.warning("local nova stream %d: %s", self.record.index, first)
         if self._reject_violations:
-            self._fail("validationException", self.record.violations[-1], "protocol violation")
+            self._fail("validationException", first, "protocol violation")
 
     async def _drain_outbox(self) -> None:
         while True:
