@@ -375,3 +375,27 @@ async def test_many_concurrent_calls(local_nova: LocalNova) -> None:
     results = await asyncio.gather(*(call(agent) for agent in agents))
     assert results == [["Hello."]] * 4
     assert len(local_nova.sessions) == 4
+
+
+async def test_offline_brain_hears_and_speaks_real_speech(local_nova: LocalNova) -> None:
+    from agent.offline.synthesizer import CALLER_VOICE, Synthesizer
+    from telephony.simulation.local_nova.offline_brain import OfflineBrain
+
+    @tool
+    def current_time() -> str:
+        """The time now."""
+        return "ten past nine"
+
+    local_nova.brain = OfflineBrain()
+    caller = Synthesizer(CALLER_VOICE, 16000).synthesize("what time is it")
+    agent = nova_agent(tools=[current_time])
+    await agent.start()
+    try:
+        await speak(agent, bytes(6400) + caller + bytes(int(0.8 * 16000) * 2))
+        events = await collect(
+            agent, lambda e: e.get("type") == "bidi_transcript_block" and e["role"] == "assistant", timeout=10
+        )
+    finally:
+        await agent.stop()
+    assert transcripts(events, "user") == ["what time is it"]
+    assert transcripts(events, "assistant") == ["It is ten past nine."]

@@ -1,7 +1,8 @@
 """Run the local Nova in its own process (for benchmarks): ``python -m telephony.simulation.local_nova``.
 
 It prints ``LOCAL_NOVA_ENDPOINT=https://127.0.0.1:PORT`` once listening, writes the CA to ``--ca-out``,
-and answers every caller turn and text input with a short tone until SIGINT/SIGTERM.
+and answers every caller turn and text input with a short tone (``--offline``: the front-desk
+script, heard and spoken for real) until SIGINT/SIGTERM.
 Clients need ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` = that endpoint and ``AWS_CA_BUNDLE`` = the CA file.
 """
 
@@ -14,7 +15,7 @@ import shutil
 import signal
 from pathlib import Path
 
-from .brain import Reply, ScriptedBrain, Tone
+from .brain import Brain, Reply, ScriptedBrain, Tone
 from .faults import TimeLimits
 from .server import LocalNova
 from .turns import Pacing
@@ -27,14 +28,19 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--reply-s", type=float, default=1.0, help="length of each spoken reply")
     parser.add_argument("--speedup", type=float, default=4.0, help="how much faster than real time audio streams")
     parser.add_argument("--time-scale", type=float, default=1.0, help="multiplies the 480 s / 175 s limits")
+    parser.add_argument("--offline", action="store_true", help="hear and speak the front-desk script (OfflineBrain)")
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args()
 
 
 async def _serve(arguments: argparse.Namespace) -> None:
-    reply = Reply(text="This is the local Nova.", audio=Tone(arguments.reply_s))
+    brain: Brain = ScriptedBrain(default=Reply(text="This is the local Nova.", audio=Tone(arguments.reply_s)))
+    if arguments.offline:
+        from .offline_brain import OfflineBrain
+
+        brain = OfflineBrain()
     nova = LocalNova(
-        ScriptedBrain(default=reply),
+        brain,
         limits=TimeLimits(time_scale=arguments.time_scale),
         pacing=Pacing(speedup=arguments.speedup),
         port=arguments.port,
