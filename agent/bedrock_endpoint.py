@@ -1,15 +1,15 @@
 """Nova Sonic at a configured endpoint: ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` and ``AWS_CA_BUNDLE``.
 
 strands' ``BedrockNovaSonicModel.start()`` always passes ``https://bedrock-runtime.{region}.amazonaws.com``
-to the SDK, so the standard AWS endpoint variables are ignored. ``NovaSonicModel`` honours them
-(``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``, then ``AWS_ENDPOINT_URL``; ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS``
-turns both off), plus ``AWS_CA_BUNDLE`` (a PEM of CAs to trust instead of the system store), while
+to the SDK, so the standard AWS endpoint variables are ignored. This module's ``BedrockNovaSonicModel``
+(a subclass of strands' own) honours them (``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``, then ``AWS_ENDPOINT_URL``;
+``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` turns both off), plus ``AWS_CA_BUNDLE`` (a PEM of CAs to trust instead of the system store), while
 keeping everything else of strands' start: its CRT HTTP client with the lifecycle workarounds, its
 signing and credentials.
 
 The seam is the SDK config class that strands' module looks up when it resolves the client config:
 it is replaced once by a subclass that applies the endpoint of the model being started (carried in a
-context variable) and otherwise changes nothing, so plain ``BedrockNovaSonicModel`` instances behave
+context variable) and otherwise changes nothing, so instances of strands' own class behave
 exactly as before. ``SSL_CERT_FILE`` keeps working, since without ``AWS_CA_BUNDLE`` TLS is untouched.
 """
 
@@ -24,9 +24,9 @@ from typing import Any
 
 import strands.bidi.models.bedrock as strands_bedrock
 from awscrt import io as crt_io
-from strands.bidi.models import BedrockNovaSonicModel
+from strands.bidi.models import BedrockNovaSonicModel as StrandsNovaSonicModel
 
-__all__ = ["BedrockEndpoint", "NovaSonicModel"]
+__all__ = ["BedrockEndpoint", "BedrockNovaSonicModel"]
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ _SDKConfig = strands_bedrock.AsyncBedrockRuntimeConfig
 
 
 class _EndpointConfig(_SDKConfig):  # type: ignore[misc, valid-type]
-    """The SDK config, with the endpoint and trust of the ``NovaSonicModel`` being started (if any)."""
+    """The SDK config, with the endpoint and trust of the model being started by this module (if any)."""
 
     @classmethod
     async def resolve(cls, **overrides: Any) -> Any:  # type: ignore[override]
@@ -86,8 +86,11 @@ def _install() -> None:
         strands_bedrock.AsyncBedrockRuntimeConfig = _EndpointConfig  # type: ignore[misc]
 
 
-class NovaSonicModel(BedrockNovaSonicModel):
-    """``BedrockNovaSonicModel`` that connects where the AWS endpoint environment says (read at each start)."""
+class BedrockNovaSonicModel(StrandsNovaSonicModel):
+    """strands' ``BedrockNovaSonicModel``, connecting where the AWS endpoint environment says (read at each start).
+
+    Same name as its parent on purpose: it is that model, plus the standard endpoint settings.
+    """
 
     def __init__(self, *, endpoint: BedrockEndpoint | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)

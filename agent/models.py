@@ -27,11 +27,11 @@ def create_model(settings: Settings) -> BidiModel:
         return local_model(settings)
     model_id = settings.model_id or DEFAULT_MODEL_IDS[settings.model]
     if settings.model == "nova":
-        from .bedrock_endpoint import NovaSonicModel
+        from .bedrock_endpoint import BedrockNovaSonicModel
 
         audio: Any = {"input": {"sample_rate": NOVA_SAMPLE_RATE}, "output": {"sample_rate": NOVA_SAMPLE_RATE}}
         voice = settings.voice or "matthew"
-        return NovaSonicModel(model_id=model_id, region=settings.aws_region, voice=voice, audio=audio)
+        return BedrockNovaSonicModel(model_id=model_id, region=settings.aws_region, voice=voice, audio=audio)
     try:
         if settings.model == "openai":
             from strands.bidi.models import OpenAIRealtimeModel
