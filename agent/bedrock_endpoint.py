@@ -3,9 +3,9 @@
 strands' ``BedrockNovaSonicModel.start()`` always passes ``https://bedrock-runtime.{region}.amazonaws.com``
 to the SDK, so the standard AWS endpoint variables are ignored. This module's ``BedrockNovaSonicModel``
 (a subclass of strands' own) honours them (``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``, then ``AWS_ENDPOINT_URL``;
-``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` turns both off), plus ``AWS_CA_BUNDLE`` (a PEM of CAs to trust instead of the system store), while
-keeping everything else of strands' start: its CRT HTTP client with the lifecycle workarounds, its
-signing and credentials.
+``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` turns both off), plus ``AWS_CA_BUNDLE`` (a PEM of CAs to trust
+instead of the system store), while keeping everything else of strands' start: its CRT HTTP client with
+the lifecycle workarounds, its signing and credentials.
 
 The seam is the SDK config class that strands' module looks up when it resolves the client config:
 it is replaced once by a subclass that applies the endpoint of the model being started (carried in a
