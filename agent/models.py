@@ -27,7 +27,7 @@ def create_model(settings: Settings) -> BidiModel:
         return local_model(settings)
     model_id = settings.model_id or DEFAULT_MODEL_IDS[settings.model]
     if settings.model == "nova":
-        from strands.bidi.models import BedrockNovaSonicModel
+        from .bedrock_endpoint import BedrockNovaSonicModel
 
         audio: Any = {"input": {"sample_rate": NOVA_SAMPLE_RATE}, "output": {"sample_rate": NOVA_SAMPLE_RATE}}
         voice = settings.voice or "matthew"
