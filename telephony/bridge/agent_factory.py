@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable
@@ -11,6 +12,7 @@ from typing import Any
 from strands.bidi import BidiAgent
 
 from telephony.call_info import CallInfo
+from telephony.config import Settings
 
 AgentFactory = Callable[[CallInfo], BidiAgent | Awaitable[BidiAgent]]
 
@@ -36,6 +38,23 @@ def load_agent_factory(spec: str) -> AgentFactory:
     if not callable(target):
         raise AgentFactoryError(f"{spec!r} is not callable: point --agent at a function taking a CallInfo")
     return target  # type: ignore[no-any-return]
+
+
+def with_settings(factory: AgentFactory, settings: Settings) -> AgentFactory:
+    """The factory, given the server's settings when it takes a ``settings`` keyword.
+
+    The settings a server runs with include its command-line flags (``voicebot serve --model local``);
+    a factory that read the environment again would never see them. Factories without a ``settings``
+    parameter are returned unchanged.
+    """
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # builtins and some callables have no signature to read
+        return factory
+    wanted = parameters.get("settings")
+    if wanted is None or wanted.kind not in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+        return factory
+    return functools.partial(factory, settings=settings)
 
 
 async def build_agent(factory: AgentFactory, call: CallInfo) -> BidiAgent:
