@@ -68,3 +68,14 @@ async def build_agent(factory: AgentFactory, call: CallInfo) -> BidiAgent:
     if not isinstance(agent, BidiAgent):
         raise AgentFactoryError(f"agent factory returned {type(agent).__name__}, expected strands.bidi.BidiAgent")
     return agent
+
+
+def agent_info(agent: BidiAgent) -> dict[str, str]:
+    """Which agent and model a call talks to, for recordings and the console (never secrets)."""
+    model = agent.model
+    model_id = getattr(model, "model_id", None) or (getattr(model, "config", None) or {}).get("model_id")
+    return {
+        "name": str(getattr(agent, "name", "") or ""),
+        "model": type(model).__name__,
+        "model_id": str(model_id or ""),
+    }
