@@ -703,7 +703,8 @@ class CallSession:
 
     async def _apologise(self, reason: str) -> None:
         assert self.playback is not None
-        self.playback.interrupt()
+        if not self.playback.idle:
+            self.playback.interrupt()  # cut off whatever the bot was saying; nothing to clear if it was quiet
         self.playback.play(self._apology)
         name = self.playback.mark("apology")
         cap = len(self._apology) / 8000 + self._settings.hangup_mark_timeout_s

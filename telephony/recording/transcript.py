@@ -139,6 +139,8 @@ class TranscriptBuilder:
             turn.pop("_created", None)
             turn.pop("_order", None)
         add_latencies(turns)
+        for turn in turns:
+            turn.pop("_untimed", None)
         return {
             "call_sid": (header.get("call") or {}).get("call_sid"),
             "started_at": header.get("started_at"),
@@ -157,6 +159,7 @@ class TranscriptBuilder:
         for turn in sorted(callers, key=lambda caller: caller["recognised_at"]):
             chosen = [i for i, (start, _) in enumerate(spans) if not claimed[i] and start <= turn["recognised_at"]]
             if not chosen:
+                turn["_untimed"] = bool(spans)  # the bridge heard no speech for it: its end is no time to answer from
                 continue
             first = last = chosen[-1]
             while first - 1 in chosen and spans[first][0] - spans[first - 1][1] <= JOIN_SPEECH_S:
@@ -190,7 +193,7 @@ def add_latencies(turns: list[dict[str, Any]]) -> None:
     """
     last_caller_end: float | None = None
     for turn in turns:
-        if turn["role"] == "caller" and isinstance(turn.get("end"), float | int):
+        if turn["role"] == "caller" and isinstance(turn.get("end"), float | int) and not turn.get("_untimed"):
             last_caller_end = float(turn["end"])
         elif turn["role"] == "bot" and isinstance(turn.get("start"), float | int) and last_caller_end is not None:
             if turn["start"] >= last_caller_end:

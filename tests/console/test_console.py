@@ -147,7 +147,8 @@ async def test_console_pages_need_the_secret() -> None:
         assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
         for name in ("..%2Fconsole.py", ".hidden.js", "missing.js", "index.txt"):
             assert (await client.get(f"/console/static/{name}", headers=BEARER)).status_code == 404
-        assert (await client.get("/console/api/calls", headers=BEARER)).json() == {"recording": False, "calls": []}
+        listed = (await client.get("/console/api/calls", headers=BEARER)).json()
+        assert listed == {"recording": False, "calls": [], "live": []}
 
 
 async def test_twilio_routes_keep_their_signature_checks_with_the_console_on() -> None:
