@@ -147,7 +147,7 @@ function renderList() {
   const recordingNote = state.recording ? '' : ' Calls are not recorded: set VOICEBOT_RECORD_DIR (or serve --record) to keep them.';
   const filtered = shown.length === state.rows.length ? '' : `, ${shown.length} shown`;
   $('calls-status').textContent = state.rows.length
-    ? `${state.rows.length} calls (${live} in progress${filtered}), newest first.${recordingNote}`
+    ? `${state.rows.length} ${state.rows.length === 1 ? 'call' : 'calls'} (${live} in progress${filtered}), newest first.${recordingNote}`
     : `No calls yet: place one from the softphone.${recordingNote}`;
 }
 
