@@ -141,8 +141,8 @@ class CallSession:
         self._transfers = transfers
         self._role = StreamRole()
         """This stream's part in a warm transfer (a briefing leg, a caller coming back), if any."""
-        self._handed_to: WarmTransfer | None = None
-        """The warm transfer that took this caller to hold: it inherits the recording and the feed."""
+        self._handing_to: asyncio.Task[WarmTransfer | None] | None = None
+        """The warm transfer taking this caller to hold: once it has, it inherits the recording and the feed."""
         self.transcript: deque[tuple[str, str]] = deque(maxlen=TRANSCRIPT_LINES)
         self.latency = LatencySamples()
         self._apology = apology if apology is not None else load_apology()
@@ -251,6 +251,7 @@ class CallSession:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._close_socket()  # first: the line is free at once, whatever the agent's teardown takes
+        handed_to = await self._handed_to()
         if self._warm is not None and self._warm.task is not None:
             self._warm.task.cancel()  # still connecting when the call ended
             await asyncio.gather(self._warm.task, return_exceptions=True)
@@ -270,8 +271,8 @@ class CallSession:
                     self.playback.frames_dropped if self.playback else 0,
                 )
         self._role.ended(self.stats.end_reason or "unknown")
-        if self._handed_to is not None and self._transfers is not None:
-            self._transfers.adopt(self._handed_to, self._observers)  # the caller's recording goes on until it settles
+        if handed_to is not None and self._transfers is not None:
+            self._transfers.adopt(handed_to, self._observers)  # the caller's recording goes on until it settles
             return
         await self._observers.close(self.stats.end_reason or "unknown", self.stats.ended_by or "unknown")
 
@@ -712,11 +713,21 @@ class CallSession:
         """Put the caller on hold and brief ``destination`` (telephony.bridge.transfer); None if they stay here."""
         assert self._transfers is not None and self.call is not None
         messages = list(self.agent.messages) if self.agent is not None else []
-        transfer = await self._transfers.begin(self, destination, reason, summary, list(self.transcript), messages)
-        if transfer is None:
+        self._handing_to = self._transfers.start(self, destination, reason, summary, list(self.transcript), messages)
+        transfer = await asyncio.shield(self._handing_to)
+        return None if transfer is None else HandOff(f"on hold: warm transfer to {destination}")
+
+    async def _handed_to(self) -> WarmTransfer | None:
+        """The warm transfer that took this caller to hold, if any (Twilio may stop the stream before it says so)."""
+        if self._handing_to is None:
             return None
-        self._handed_to = transfer
-        return HandOff(f"on hold: warm transfer to {destination}")
+        try:
+            transfer = await asyncio.wait_for(asyncio.shield(self._handing_to), REST_TIMEOUT_S + 1)
+        except Exception:  # noqa: BLE001 - no transfer then: the recording ends here
+            return None
+        if transfer is not None:
+            self.stats.end_reason, self.stats.ended_by = f"on hold: warm transfer to {transfer.destination}", "agent"
+        return transfer
 
     async def _watch(self) -> None:
         """Apply the call's time limits (see telephony.bridge.watchdog)."""

@@ -30,7 +30,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from telephony.bridge.agent_factory import AgentFactory
 from telephony.bridge.observer import Observers
@@ -50,6 +50,7 @@ from telephony.twilio.security import PARAMETER_NAME, CallTokens
 from telephony.twilio.twiml import connect_twiml
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 BRIEFING_PARAMETER = "voicebotBriefing"
 """``<Parameter>`` on the person's stream: the id of the transfer it briefs for."""
@@ -221,6 +222,19 @@ class WarmTransfers:
         return self._by_caller.get(call_sid)
 
     # --- 1. hold ----------------------------------------------------------------------------------
+
+    def start(
+        self,
+        leg: Leg,
+        destination: str,
+        reason: str,
+        summary: str,
+        transcript: Sequence[tuple[str, str]],
+        messages: Sequence[Any],
+    ) -> asyncio.Task[WarmTransfer | None]:
+        """:meth:`begin` as a task this registry owns: Twilio stops the caller's stream as soon as the hold
+        update lands, often before its REST answer, and the session tearing down must not cancel the transfer."""
+        return self._own(self.begin(leg, destination, reason, summary, transcript, messages), "transfer-begin")
 
     async def begin(
         self,
@@ -622,9 +636,13 @@ class WarmTransfers:
         transfer.timers.append(asyncio.get_running_loop().call_later(seconds, callback, *args))
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
+        self._own(coroutine, name)
+
+    def _own(self, coroutine: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
         task = asyncio.create_task(coroutine, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
+        return task
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
@@ -758,7 +776,11 @@ class BriefingLegControl:
         self.accept(now=False)
 
     def accept(self, now: bool) -> None:
-        self._leg.hand_off("the person accepted", lambda: self._desk.join(self._transfer), now=now)
+        # Joining stops this very stream: the join runs as the desk's task so the session's teardown cannot cut it.
+        async def join() -> HandOff | None:
+            return await asyncio.shield(self._desk._own(self._desk.join(self._transfer), "transfer-join"))
+
+        self._leg.hand_off("the person accepted", join, now=now)
 
     def decline_transfer(self, reason: str, now: bool = False) -> None:
         async def decline() -> HandOff:
