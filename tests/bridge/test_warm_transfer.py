@@ -8,19 +8,23 @@ documented shapes, and what the bot is told when the caller comes back.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from strands.bidi import BidiAgent
 
 from agent.briefing import briefing_prompt
 from agent.tools import accept_transfer, decline_transfer, end_conversation, transfer_tool
 from telephony.app import create_app
+from telephony.bridge.transfer import resumable_history
 from telephony.call_info import CallInfo
 from telephony.config import TWILIO_HOLD_MUSIC
 from telephony.operations.shutdown import drain
@@ -374,3 +378,61 @@ async def test_shutdown_mid_transfer_leaves_nobody_on_hold() -> None:
         await until(lambda: caller.status == "completed" and line.person().status == "canceled")
     assert caller.said and "call again" in caller.said[0]
     assert line.metric("shutdown") == 1
+
+
+# --- what the bridge keeps -----------------------------------------------------------------------------------
+
+
+async def test_the_recording_follows_the_caller_on_hold_and_the_briefing_leg_is_its_own_linked_call(
+    tmp_path: Path,
+) -> None:
+    async with warm_line(BRIEF_BY_VOICE, record_dir=str(tmp_path)) as line:
+        caller = await line.twilio.incoming(CALLER, CALLER_NUMBER, OUR_NUMBER)
+        person_sid = ""
+
+        def connected() -> bool:
+            nonlocal person_sid
+            person_sid = line.person().sid if line.has_person() else ""
+            return caller.hearing == "conference"
+
+        await until(connected)
+        await line.twilio.settle()
+    await until(lambda: len(list(tmp_path.glob("*/transcript.json"))) == 2)
+    [caller_folder] = tmp_path.glob(f"*-{CALLER}")
+    [person_folder] = tmp_path.glob(f"*-{person_sid}")
+    records = [json.loads(line) for line in (caller_folder / "events.jsonl").read_text().splitlines()]
+    notes = [record["detail"] for record in records if record.get("kind") == "note" and record["note"] == "transfer"]
+    states = [note.split(":")[0] for note in notes if ":" in note]
+    assert states[:3] == ["dialling", "ringing", "briefing"] and "connected" in states
+    assert any(note.startswith("briefing started") for note in notes)
+    assert records[-1]["kind"] == "end" and records[-1]["ended_by"] == "transfer"
+    assert records[-1]["reason"] == f"warm transfer to {PERSON_NUMBER}: connected"
+    header = json.loads((person_folder / "events.jsonl").read_text().splitlines()[0])
+    assert header["call"]["parameters"]["transferOf"] == CALLER
+
+
+async def test_transfer_callbacks_need_twilios_signature() -> None:
+    async with warm_line(BRIEF_AND_WAIT) as line:
+        async with httpx.AsyncClient(base_url=f"http://{line.twilio.app_base}") as client:
+            form = {"CallSid": "CA" + "9" * 32, "CallStatus": "completed"}
+            for path in ("/status/transfer?transfer=x", "/status/conference?transfer=x"):
+                assert (await client.post(path, data=form)).status_code == 403
+                signed = {"X-Twilio-Signature": line.twilio._sign(f"https://bot.example.com{path}", form)}
+                assert (await client.post(path, data=form, headers=signed)).status_code == 204
+
+
+def test_the_history_a_returning_caller_resumes_from_is_plain_text_and_bounded() -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "assistant", "content": [{"text": "Hello!"}]},  # a leading bot turn is dropped
+        {"role": "user", "content": [{"text": "hi"}]},
+        {"role": "user", "content": [{"text": "I want a person"}]},
+        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "transfer_call", "input": {}}}]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "status": "success", "content": []}}]},
+        {"role": "assistant", "content": [{"text": "x" * 5000}]},
+    ]
+    history = resumable_history(messages)
+    assert history[0] == {"role": "user", "content": [{"text": "hi I want a person"}]}
+    assert [turn["role"] for turn in history] == ["user", "assistant"]
+    assert len(history[1]["content"][0]["text"]) == 1000
+    long_call = [{"role": ("user", "assistant")[i % 2], "content": [{"text": str(i)}]} for i in range(101)]
+    assert len(resumable_history(long_call)) <= 40
