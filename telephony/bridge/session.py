@@ -197,7 +197,8 @@ class CallSession:
         Warm (VOICEBOT_TRANSFER_MODE=warm, a Twilio call): the caller goes on hold while the person is briefed."""
         warm = self._transfers is not None and self._settings.transfer_mode == "warm" and self._rest is not None
         if warm:
-            action: HandOffAction = functools.partial(self._warm_transfer, destination, reason, summary)
+            asked_at = time.monotonic()  # the briefing delay is counted from here, hand-off line included
+            action: HandOffAction = functools.partial(self._warm_transfer, destination, reason, summary, asked_at)
         else:
             action = functools.partial(self._transfer, destination, reason)
         self.hand_off(f"transfer to {destination}: {reason}", action)
@@ -646,17 +647,23 @@ class CallSession:
         if self._failing:
             return
         self.stats.barge_ins += 1
-        if self._current_audio is not None:
-            self._interrupted.add(self._current_audio)
-        dropped = self.playback.interrupt(stamps=(("barge_in_to_clear", time.monotonic()),))
-        if self._outbound_audio is not None:
-            self._outbound_audio.reset()
+        dropped = self._cut_off(stamps=(("barge_in_to_clear", time.monotonic()),))
         self._log.info("barge-in: clear sent, %d queued frames dropped", dropped)
         self._observers.notify("note", "barge_in", f"{dropped} queued frames dropped")
         if self._goodbye is not None:
             self._goodbye.cancel()
             self._goodbye = None
             self._log.info("caller spoke over the goodbye: the call goes on")
+
+    def _cut_off(self, stamps: tuple[Stamp, ...] = ()) -> int:
+        """Stop the bot mid-sentence: Twilio's buffer cleared, the rest of the utterance dropped. Frames dropped."""
+        assert self.playback is not None
+        if self._current_audio is not None:
+            self._interrupted.add(self._current_audio)
+        dropped = self.playback.interrupt(stamps=stamps)
+        if self._outbound_audio is not None:
+            self._outbound_audio.reset()
+        return dropped
 
     # --- ending the call ---------------------------------------------------------------------------
 
@@ -668,7 +675,7 @@ class CallSession:
             "%s requested (%s): waiting for the bot's last words to play", "hand-off" if action else "hang-up", reason
         )
         if now:
-            self._log.info("cutting the bot off first: %d queued frames dropped", self.playback.interrupt())
+            self._log.info("cutting the bot off first: %d queued frames dropped", self._cut_off())
         self.playback.mark("goodbye")
         self._goodbye = self._spawn(self._goodbye_watch(reason, action), "goodbye")
 
@@ -709,11 +716,13 @@ class CallSession:
             self._metrics.transfers.labels(mode="cold", outcome="dialled").inc()
         return HandOff(f"transferred to {destination}")
 
-    async def _warm_transfer(self, destination: str, reason: str, summary: str) -> HandOff | None:
+    async def _warm_transfer(self, destination: str, reason: str, summary: str, asked_at: float) -> HandOff | None:
         """Put the caller on hold and brief ``destination`` (telephony.bridge.transfer); None if they stay here."""
         assert self._transfers is not None and self.call is not None
         messages = list(self.agent.messages) if self.agent is not None else []
-        self._handing_to = self._transfers.start(self, destination, reason, summary, list(self.transcript), messages)
+        self._handing_to = self._transfers.start(
+            self, destination, reason, summary, list(self.transcript), messages, asked_at
+        )
         transfer = await asyncio.shield(self._handing_to)
         return None if transfer is None else HandOff(f"on hold: warm transfer to {destination}")
 

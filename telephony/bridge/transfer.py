@@ -231,10 +231,12 @@ class WarmTransfers:
         summary: str,
         transcript: Sequence[tuple[str, str]],
         messages: Sequence[Any],
+        asked_at: float | None = None,
     ) -> asyncio.Task[WarmTransfer | None]:
         """:meth:`begin` as a task this registry owns: Twilio stops the caller's stream as soon as the hold
         update lands, often before its REST answer, and the session tearing down must not cancel the transfer."""
-        return self._own(self.begin(leg, destination, reason, summary, transcript, messages), "transfer-begin")
+        begin = self.begin(leg, destination, reason, summary, transcript, messages, asked_at)
+        return self._own(begin, "transfer-begin")
 
     async def begin(
         self,
@@ -244,6 +246,7 @@ class WarmTransfers:
         summary: str,
         transcript: Sequence[tuple[str, str]],
         messages: Sequence[Any],
+        asked_at: float | None = None,
     ) -> WarmTransfer | None:
         """Put the caller on hold and start dialling; None (the agent told why) if the caller stays with the bot."""
         call = leg.call
@@ -262,6 +265,7 @@ class WarmTransfers:
             history=resumable_history(messages),
             conference=conference_name(),
             log=clog,
+            requested_at=asked_at or time.monotonic(),
         )
         self._by_id[transfer.id] = self._by_caller[call.call_sid] = transfer
         clog.info("warm transfer %s to %s (%s): moving the caller to hold", transfer.id, destination, reason)
