@@ -71,6 +71,8 @@ HISTORY_CHARS = 1000
 """What a fresh session is given of the conversation so far (Nova Sonic resumes from about 40 messages of
 at most 1,000 bytes)."""
 TRANSCRIPT_LINES = 200
+MAX_DIAL_TIME_LIMIT_S = 14400
+"""Twilio's ceiling (and default) for ``<Dial timeLimit>``: four hours."""
 CALL_OVER = {"completed", "busy", "failed", "no-answer", "canceled"}
 PERSON_OUTCOMES = {
     "busy": ("busy", "their line was busy"),
@@ -270,9 +272,8 @@ class WarmTransfers:
         self._by_id[transfer.id] = self._by_caller[call.call_sid] = transfer
         clog.info("warm transfer %s to %s (%s): moving the caller to hold", transfer.id, destination, reason)
         wait_url = self._settings.transfer_hold_url
-        twiml = hold_twiml(
-            transfer.conference, wait_url, self._conference_url(transfer), round(self._settings.max_call_s)
-        )
+        time_limit = min(round(self._settings.max_call_s), MAX_DIAL_TIME_LIMIT_S)
+        twiml = hold_twiml(transfer.conference, wait_url, self._conference_url(transfer), time_limit)
         if not await redirect_with_retries(self._client, call.call_sid, twiml, "moving the caller to hold", clog):
             self._forget(transfer)
             self._count("rest_failure")
