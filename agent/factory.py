@@ -17,17 +17,25 @@ from .tools import end_conversation, time_limited, transfer_tool
 
 
 def create_agent(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
-    """A phone agent on the configured model, with the hang-up tool (and the offline model's clock with it).
+    """A phone agent on the configured model, with the hang-up tool (the transfer tool when configured, and the
+    offline model's clock with the offline model).
 
-    The server passes ``settings`` (its flags included); only a caller outside a server has them re-read.
+    The server passes ``settings`` (its flags included); only a caller outside a server has them re-read. A
+    caller coming back from a warm transfer that did not go through brings ``call.history``: the agent starts
+    with that conversation, so it does not greet them as a stranger.
     """
     settings = settings or load_settings()
+    targets = settings.transfer_destinations
     prompt = settings.system_prompt or system_prompt(
-        call.from_number, call.parameters.get("purpose", ""), can_transfer=bool(settings.transfer_to)
+        call.from_number,
+        call.parameters.get("purpose", ""),
+        can_transfer=settings.can_transfer,
+        targets=tuple(targets),
+        resumed=bool(call.history),
     )
     tools = [end_conversation]
-    if settings.transfer_to:
-        tools.append(transfer_tool(settings.transfer_to))
+    if settings.can_transfer:
+        tools.append(transfer_tool(settings.transfer_to, targets))
     if settings.model == "local":
         from .offline.clock import current_time
 
@@ -36,5 +44,6 @@ def create_agent(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
         model=create_model(settings),
         tools=time_limited(tools, settings.tool_timeout_s),
         system_prompt=prompt,
+        messages=[dict(message) for message in call.history] or None,  # type: ignore[misc]
         name="voicebot",
     )

@@ -16,9 +16,26 @@ are transferring them, then call the transfer_call tool.
 """
 
 
-def system_prompt(from_number: str = "", purpose: str = "", can_transfer: bool = False) -> str:
+TARGETS_PROMPT = "You can transfer to these teams; name one in the tool's 'to' argument: {names}.\n"
+RESUMED_PROMPT = """\
+Earlier in this call you tried to transfer the caller to a colleague. The conversation so far is in your
+history; the caller is back with you now.
+"""
+
+
+def system_prompt(
+    from_number: str = "",
+    purpose: str = "",
+    can_transfer: bool = False,
+    targets: tuple[str, ...] = (),
+    resumed: bool = False,
+) -> str:
     """The prompt for one call; ``purpose`` comes from a ``<Parameter name="purpose">`` if set."""
     prompt = PHONE_PROMPT + (TRANSFER_PROMPT if can_transfer else "")
+    if can_transfer and targets:
+        prompt += TARGETS_PROMPT.format(names=", ".join(targets))
+    if resumed:
+        prompt += RESUMED_PROMPT
     if purpose:
         prompt += f"\nThe purpose of this call: {purpose}\n"
     return prompt

@@ -7,12 +7,13 @@ reach it through their ``ToolContext``. Agents used outside a call get a clear e
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from strands import tool
 from strands.types.tools import AgentTool, ToolContext, ToolGenerator, ToolSpec, ToolUse
 
-from telephony.controls import CALL_CONTROL_KEY, CallControl
+from telephony.controls import CALL_CONTROL_KEY, BriefingControl, CallControl
 
 
 def call_control(tool_context: ToolContext) -> CallControl | None:
@@ -40,15 +41,19 @@ async def end_conversation(reason: str, tool_context: ToolContext) -> dict[str, 
     }
 
 
-def transfer_tool(destination: str) -> Any:
-    """A ``transfer_call`` tool bound to one destination (E.164 number or ``sip:`` URI).
+def transfer_tool(destination: str | None, targets: Mapping[str, str] | None = None) -> Any:
+    """A ``transfer_call`` tool bound to ``destination`` (E.164 number or ``sip:`` URI) and/or named ``targets``.
 
-    Opt-in: the default agent adds it only when VOICEBOT_TRANSFER_TO is set, so a model can never
-    dial a number of its own choosing.
+    Opt-in: the default agent adds it only when VOICEBOT_TRANSFER_TO (or VOICEBOT_TRANSFER_TARGETS) is set,
+    so a model can never dial a number of its own choosing: it may only name one of ``targets``.
     """
+    targets = dict(targets or {})
+    if not destination and not targets:
+        raise ValueError("transfer_tool needs a destination or named targets")
+    names = ", ".join(sorted(targets))
 
     @tool(name="transfer_call", context=True)
-    async def transfer_call(reason: str, tool_context: ToolContext) -> dict[str, Any]:
+    async def transfer_call(reason: str, tool_context: ToolContext, summary: str = "", to: str = "") -> dict[str, Any]:
         """Transfer the caller to a human colleague. First tell the caller, in one short sentence, that
         you are transferring them; the transfer happens once that sentence has been heard.
 
@@ -56,17 +61,59 @@ def transfer_tool(destination: str) -> Any:
 
         Args:
             reason: Why the caller is being transferred, in a few words (for the call log).
+            summary: For the colleague who takes over: who is calling, what they want, and what you have
+                done so far, in two or three sentences.
+            to: Which team to transfer to, when the system prompt lists several; leave empty otherwise.
         """
         control = call_control(tool_context)
         if control is None:
             return {"status": "error", "content": [{"text": "Not on a phone call: there is no call to transfer."}]}
-        control.transfer_call(destination, reason)
+        target = targets.get(to.strip()) if to.strip() else destination
+        if target is None:
+            known = names or "none"
+            return {"status": "error", "content": [{"text": f"Unknown transfer target {to!r}. Known: {known}."}]}
+        control.transfer_call(target, reason, summary)
         return {
             "status": "success",
             "content": [{"text": "The caller will be transferred as soon as your hand-off sentence has played."}],
         }
 
+    if targets:
+        transfer_call.tool_spec["description"] += f" Teams you may name in 'to': {names}."
     return transfer_call
+
+
+def briefing_control(tool_context: ToolContext) -> BriefingControl | None:
+    """The briefing leg's controls, or None when the agent is not briefing someone on a call."""
+    control: Any = tool_context.invocation_state.get(CALL_CONTROL_KEY)
+    return control if callable(getattr(control, "accept_transfer", None)) else None
+
+
+@tool(context=True)
+async def accept_transfer(tool_context: ToolContext) -> dict[str, Any]:
+    """The colleague agrees to take the call. Say one short sentence first (for example "Connecting you
+    now"); they are connected to the caller once it has been heard, and you leave the call.
+    """
+    control = briefing_control(tool_context)
+    if control is None:
+        return {"status": "error", "content": [{"text": "Not briefing anyone: there is no transfer to accept."}]}
+    control.accept_transfer()
+    return {"status": "success", "content": [{"text": "Connecting them once your sentence has played."}]}
+
+
+@tool(context=True)
+async def decline_transfer(reason: str, tool_context: ToolContext) -> dict[str, Any]:
+    """The colleague will not take the call (busy, wrong team, no). Say a short goodbye first; the call
+    ends once it has been heard, and the caller goes back to the phone assistant.
+
+    Args:
+        reason: Why, in a few words; the phone assistant tells the caller.
+    """
+    control = briefing_control(tool_context)
+    if control is None:
+        return {"status": "error", "content": [{"text": "Not briefing anyone: there is no transfer to decline."}]}
+    control.decline_transfer(reason)
+    return {"status": "success", "content": [{"text": "The call ends once your goodbye has played."}]}
 
 
 class ToolTimeoutError(TimeoutError):

@@ -5,7 +5,8 @@
   ``<Parameter>``s (Twilio drops query strings from stream URLs). Nothing follows ``<Connect>``,
   so closing the socket ends the call.
 - ``WS /media-stream``: one ``CallSession`` per connection, signature-checked before ``accept()``.
-- ``POST /status/call``, ``/status/stream``, ``/status/amd``: Twilio's status callbacks.
+- ``POST /status/call``, ``/status/stream``, ``/status/amd``: Twilio's status callbacks; with warm transfer
+  also ``/status/transfer`` (the person's call) and ``/status/conference`` (the caller's hold conference).
 - ``GET /health``: liveness and the number of calls in progress.
 
 With ``TWILIO_AUTH_TOKEN`` set, every request from Twilio must carry a valid signature.
@@ -26,6 +27,7 @@ from telephony.bridge.agent_factory import AgentFactory, load_agent_factory, wit
 from telephony.bridge.observer import ObserverFactory
 from telephony.bridge.prewarm import Prewarmer, callinfo_from_webhook
 from telephony.bridge.session import CallSession
+from telephony.bridge.transfer import WarmTransfers
 from telephony.call_info import CallInfo
 from telephony.config import Settings
 from telephony.console.routes import console_for
@@ -74,8 +76,9 @@ def create_app(
     tokens: CallTokens | None = None,
     observers: Sequence[ObserverFactory] = (),
     metrics: Metrics | None = None,
+    briefing_factory: AgentFactory | None = None,
 ) -> FastAPI:
-    """Build the app. Tests pass fakes for the agent factory and the REST client."""
+    """Build the app. Tests pass fakes for the agent factories and the REST client."""
     factory = with_settings(agent_factory or load_agent_factory(settings.agent), settings)
     if call_control is None and settings.can_use_rest:
         assert settings.twilio_account_sid and settings.twilio_auth_token
@@ -102,6 +105,7 @@ def create_app(
         call_observers.append(recorder_factory(settings.record_dir))
         log.info("recording every call under %s", settings.record_dir)
     console = console_for(settings, admission, metrics, STREAM_PATH)
+    transfers = warm_transfers(settings, call_control, briefing_factory, tokens, metrics, admission)
     if console is not None:
         call_observers.append(console.events.observer)
 
@@ -110,6 +114,8 @@ def create_app(
         yield
         if prewarmer is not None:
             await prewarmer.aclose()
+        if transfers is not None:
+            await transfers.aclose()
         close = getattr(call_control, "aclose", None)
         if close is not None:
             await close()
@@ -123,6 +129,7 @@ def create_app(
     app.state.console = console
     app.state.latency = latency
     app.state.prewarmer = prewarmer
+    app.state.transfers = transfers
 
     async def verified_form(request: Request) -> FormData | None:
         """The webhook's form fields, or None when the signature does not match (logged, no secrets)."""
@@ -165,6 +172,10 @@ def create_app(
         if form is None:
             return FORBIDDEN
         call_sid = str(form.get("CallSid", "?"))
+        if transfers is not None and kind in ("call", "transfer", "conference"):
+            transfers.on_status(kind, form, request.query_params.get("transfer"))
+            if kind != "call":
+                return Response(status_code=204)
         if kind == "call":
             if prewarmer is not None and form.get("CallStatus") in CALL_OVER:
                 prewarmer.discard(call_sid, f"call {form.get('CallStatus')}")
@@ -224,6 +235,7 @@ def create_app(
             metrics=metrics,
             latency_book=latency,
             prewarmer=prewarmer,
+            transfers=None if from_console else transfers,
         )
         sessions.add(session)
         try:
@@ -248,6 +260,32 @@ def create_app(
     if console is not None:
         console.install(app)
     return app
+
+
+def warm_transfers(
+    settings: Settings,
+    call_control: CallControlClient | None,
+    briefing_factory: AgentFactory | None,
+    tokens: CallTokens | None,
+    metrics: Metrics,
+    admission: Admission,
+) -> WarmTransfers | None:
+    """The warm-transfer desk when VOICEBOT_TRANSFER_MODE=warm (config has checked its settings), else None."""
+    if settings.transfer_mode != "warm":
+        return None
+    if call_control is None or not callable(getattr(call_control, "dial", None)):
+        raise RuntimeError("VOICEBOT_TRANSFER_MODE=warm needs a REST client that can place calls (TwilioCallControl)")
+    log.info("warm transfer on: the caller waits on hold while the person is briefed")
+    return WarmTransfers(
+        settings,
+        call_control,  # type: ignore[arg-type]
+        with_settings(briefing_factory or load_agent_factory(settings.briefing_agent), settings),
+        stream_url=stream_url(settings),
+        status_url=lambda kind: status_url(settings, kind),
+        tokens=tokens,
+        metrics=metrics,
+        draining=lambda: admission.draining,
+    )
 
 
 def answered_by_note(answered_by: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,3 +21,24 @@ class CallInfo:
     from_number: str = ""
     to_number: str = ""
     parameters: dict[str, str] = field(default_factory=dict)
+    history: tuple[dict[str, Any], ...] = ()
+    """The conversation so far (Strands messages, text only) when a caller comes back from a warm transfer
+    that did not go through; pass it to ``BidiAgent(messages=list(call.history))``. Empty otherwise."""
+    transfer: TransferBrief | None = None
+    """Set on the second leg of a warm transfer (the call to the person being briefed), else None."""
+
+
+@dataclass(frozen=True, slots=True)
+class TransferBrief:
+    """What a briefing agent knows about the caller it is handing over (built from the caller's call).
+
+    ``transcript`` is the caller's conversation with the bot so far, as ``(speaker, text)`` pairs where
+    the speaker is ``"caller"`` or ``"bot"``; ``summary`` is the bot's own note for the colleague (the
+    ``transfer_call`` tool asks for one), ``reason`` why it transferred.
+    """
+
+    caller_number: str
+    destination: str
+    reason: str = ""
+    summary: str = ""
+    transcript: tuple[tuple[str, str], ...] = ()

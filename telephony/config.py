@@ -14,6 +14,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 DEFAULT_AGENT = "agent.factory:create_agent"
+DEFAULT_BRIEFING_AGENT = "agent.briefing:create_briefing_agent"
+TRANSFER_MODES = ("cold", "warm")
+TWILIO_HOLD_MUSIC = "https://twimlets.com/holdmusic?Bucket=com.twilio.music.classical"
+"""Twilio's own hold-music twimlet: what a conference plays while waiting when no waitUrl is given."""
 MODEL_PROVIDERS = ("nova", "openai", "gemini", "local")
 E164 = re.compile(r"\+[1-9][0-9]{7,14}")
 
@@ -35,6 +39,13 @@ class Settings:
     token_secret: str | None = field(default=None, repr=False)
     call_token_ttl_s: float = 120.0
     transfer_to: str | None = None
+    transfer_targets: str | None = None
+    """``name=destination`` pairs, comma-separated: the transfer tool may name one of these instead."""
+    transfer_mode: str = "cold"
+    transfer_hold_url: str = TWILIO_HOLD_MUSIC
+    transfer_ring_timeout_s: float = 25.0
+    transfer_accept_timeout_s: float = 60.0
+    briefing_agent: str = DEFAULT_BRIEFING_AGENT
     # The agent.
     agent: str = DEFAULT_AGENT
     model: str = "nova"
@@ -78,6 +89,15 @@ class Settings:
         return urlsplit(self.public_url).netloc if self.public_url else None
 
     @property
+    def transfer_destinations(self) -> dict[str, str]:
+        """The named destinations of VOICEBOT_TRANSFER_TARGETS (empty when unset; validated at start-up)."""
+        return parse_targets(self.transfer_targets or "")
+
+    @property
+    def can_transfer(self) -> bool:
+        return bool(self.transfer_to or self.transfer_targets)
+
+    @property
     def can_use_rest(self) -> bool:
         return bool(self.twilio_account_sid and self.twilio_auth_token)
 
@@ -97,6 +117,12 @@ _ENV_NAMES: dict[str, str] = {
     "token_secret": "VOICEBOT_TOKEN_SECRET",
     "call_token_ttl_s": "VOICEBOT_CALL_TOKEN_TTL",
     "transfer_to": "VOICEBOT_TRANSFER_TO",
+    "transfer_targets": "VOICEBOT_TRANSFER_TARGETS",
+    "transfer_mode": "VOICEBOT_TRANSFER_MODE",
+    "transfer_hold_url": "VOICEBOT_TRANSFER_HOLD_URL",
+    "transfer_ring_timeout_s": "VOICEBOT_TRANSFER_RING_TIMEOUT",
+    "transfer_accept_timeout_s": "VOICEBOT_TRANSFER_ACCEPT_TIMEOUT",
+    "briefing_agent": "VOICEBOT_BRIEFING_AGENT",
     "agent": "VOICEBOT_AGENT",
     "model": "VOICEBOT_MODEL",
     "model_id": "VOICEBOT_MODEL_ID",
@@ -192,7 +218,31 @@ _POSITIVE_SECONDS = (
     "caller_silence_timeout_s",
     "agent_silence_timeout_s",
     "shutdown_grace_s",
+    "transfer_accept_timeout_s",
 )
+RING_TIMEOUT_RANGE = (5, 600)
+"""What Twilio accepts for ``Timeout`` on a new call (seconds)."""
+
+
+def is_destination(value: str) -> bool:
+    """An E.164 number or a ``sip:`` URI: what a transfer may dial."""
+    return bool(E164.fullmatch(value) or (value.startswith("sip:") and len(value) > 4 and " " not in value))
+
+
+def parse_targets(raw: str) -> dict[str, str]:
+    """``sales=+15551234567, desk=sip:desk@example.com`` as a dict; raises ConfigError on a bad pair."""
+    targets: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        name, sep, destination = (piece.strip() for piece in item.partition("="))
+        if not sep or not re.fullmatch(r"[A-Za-z0-9_-]+", name) or not is_destination(destination):
+            raise ConfigError(
+                f"VOICEBOT_TRANSFER_TARGETS entry {item!r} must look like name=+15551234567 or "
+                "name=sip:desk@example.com (names: letters, digits, _ and -)"
+            )
+        if name in targets:
+            raise ConfigError(f"VOICEBOT_TRANSFER_TARGETS names {name!r} twice")
+        targets[name] = destination
+    return targets
 
 
 def validate(settings: Settings) -> None:
@@ -228,6 +278,8 @@ def validate(settings: Settings) -> None:
         raise ConfigError(
             f"VOICEBOT_TRANSFER_TO={settings.transfer_to!r} must be an E.164 number (+15551234567) or a sip: URI"
         )
+    parse_targets(settings.transfer_targets or "")
+    _validate_warm_transfer(settings)
     for name in _POSITIVE_SECONDS:
         if getattr(settings, name) <= 0:
             raise ConfigError(f"{_ENV_NAMES[name]} must be greater than 0 (seconds)")
@@ -255,4 +307,43 @@ def validate(settings: Settings) -> None:
         raise ConfigError(
             "VOICEBOT_CONSOLE is on but VOICEBOT_CONSOLE_TOKEN is not set (or shorter than 16 characters): set it "
             "to a long random secret, e.g. the output of `python -c 'import secrets; print(secrets.token_urlsafe(24))'`"
+        )
+
+
+def _validate_warm_transfer(settings: Settings) -> None:
+    """Warm transfer dials a second call and moves calls between streams and a conference: it needs REST."""
+    if settings.transfer_mode not in TRANSFER_MODES:
+        raise ConfigError(
+            f"VOICEBOT_TRANSFER_MODE={settings.transfer_mode!r} is unknown: "
+            "use cold (a <Dial>) or warm (brief a person first)"
+        )
+    low, high = RING_TIMEOUT_RANGE
+    if not low <= settings.transfer_ring_timeout_s <= high:
+        raise ConfigError(f"VOICEBOT_TRANSFER_RING_TIMEOUT must be between {low} and {high} seconds (Twilio's limits)")
+    if settings.transfer_mode != "warm":
+        return
+    if not settings.can_transfer:
+        raise ConfigError(
+            "VOICEBOT_TRANSFER_MODE=warm needs someone to transfer to: "
+            "set VOICEBOT_TRANSFER_TO (or VOICEBOT_TRANSFER_TARGETS)"
+        )
+    if not settings.can_use_rest:
+        raise ConfigError(
+            "VOICEBOT_TRANSFER_MODE=warm moves calls through Twilio's REST API: "
+            "set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN"
+        )
+    parts = urlsplit(settings.transfer_hold_url)
+    if parts.scheme not in ("https", "http") or not parts.netloc:
+        raise ConfigError(
+            f"VOICEBOT_TRANSFER_HOLD_URL={settings.transfer_hold_url!r} is not a URL: point it at an MP3/WAV or at "
+            f"TwiML that plays music (default {TWILIO_HOLD_MUSIC})"
+        )
+    if settings.transfer_ring_timeout_s + 10 > settings.call_token_ttl_s:
+        raise ConfigError(
+            "VOICEBOT_TRANSFER_RING_TIMEOUT must be at least 10 s shorter than VOICEBOT_CALL_TOKEN_TTL: the briefing "
+            "call's token has to outlive its ringing (raise the TTL or shorten the ring timeout)"
+        )
+    if ":" not in settings.briefing_agent:
+        raise ConfigError(
+            f"VOICEBOT_BRIEFING_AGENT={settings.briefing_agent!r} must look like 'package.module:function'"
         )

@@ -19,5 +19,17 @@ class CallControl(Protocol):
     def end_call(self, reason: str) -> None:
         """Hang up once everything the bot has said so far has been heard."""
 
-    def transfer_call(self, destination: str, reason: str) -> None:
-        """Move the call to ``destination`` once everything said so far has been heard."""
+    def transfer_call(self, destination: str, reason: str, summary: str = "") -> None:
+        """Move the call to ``destination`` once everything said so far has been heard.
+
+        ``summary`` is the bot's note for the person taking over (a warm transfer briefs them with it)."""
+
+
+class BriefingControl(Protocol):
+    """What the second leg of a warm transfer offers the briefing agent's tools. Safe from any thread."""
+
+    def accept_transfer(self) -> None:
+        """The person takes the call: join them to the caller once what the bot said has been heard."""
+
+    def decline_transfer(self, reason: str) -> None:
+        """The person will not take the call: hang up on them and bring the caller back to the bot."""

@@ -75,3 +75,39 @@ def test_dotenv_is_loaded_without_overriding_the_environment(tmp_path: Path, mon
     monkeypatch.delenv("VOICEBOT_PORT", raising=False)
     settings = load_settings(dotenv=dotenv)
     assert settings.port == 9123 and settings.voice == "matthew"
+
+
+WARM_ENV = {
+    "PUBLIC_URL": "https://abc.ngrok.app",
+    "TWILIO_ACCOUNT_SID": "AC123",
+    "TWILIO_AUTH_TOKEN": "tok",
+    "VOICEBOT_TRANSFER_TO": "+15557654321",
+    "VOICEBOT_TRANSFER_MODE": "warm",
+}
+
+
+def test_warm_transfer_settings() -> None:
+    settings = load_settings({**WARM_ENV, "VOICEBOT_TRANSFER_TARGETS": "sales=+15550009999, desk=sip:desk@example.com"})
+    assert settings.transfer_mode == "warm" and settings.transfer_ring_timeout_s == 25
+    assert settings.transfer_destinations == {"sales": "+15550009999", "desk": "sip:desk@example.com"}
+    assert settings.transfer_hold_url.startswith("https://twimlets.com/holdmusic")
+    assert load_settings({}).transfer_mode == "cold"
+
+
+@pytest.mark.parametrize(
+    "change, names",
+    [
+        ({"VOICEBOT_TRANSFER_MODE": "lukewarm"}, "VOICEBOT_TRANSFER_MODE"),
+        ({"VOICEBOT_TRANSFER_TO": ""}, "VOICEBOT_TRANSFER_TO"),
+        ({"TWILIO_ACCOUNT_SID": "", "TWILIO_AUTH_TOKEN": ""}, "TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN"),
+        ({"VOICEBOT_TRANSFER_RING_TIMEOUT": "2"}, "VOICEBOT_TRANSFER_RING_TIMEOUT"),
+        ({"VOICEBOT_TRANSFER_RING_TIMEOUT": "115"}, "VOICEBOT_CALL_TOKEN_TTL"),
+        ({"VOICEBOT_TRANSFER_ACCEPT_TIMEOUT": "0"}, "VOICEBOT_TRANSFER_ACCEPT_TIMEOUT"),
+        ({"VOICEBOT_TRANSFER_HOLD_URL": "music.mp3"}, "VOICEBOT_TRANSFER_HOLD_URL"),
+        ({"VOICEBOT_TRANSFER_TARGETS": "sales=5551234"}, "VOICEBOT_TRANSFER_TARGETS"),
+        ({"VOICEBOT_BRIEFING_AGENT": "nocolon"}, "VOICEBOT_BRIEFING_AGENT"),
+    ],
+)
+def test_bad_warm_transfer_settings_name_the_variable(change: dict[str, str], names: str) -> None:
+    with pytest.raises(ConfigError, match=names):
+        load_settings({**WARM_ENV, **change})

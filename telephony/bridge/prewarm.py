@@ -43,8 +43,14 @@ class DeferredControl:
     def end_call(self, reason: str) -> None:
         self._call("end_call", reason)
 
-    def transfer_call(self, destination: str, reason: str) -> None:
-        self._call("transfer_call", destination, reason)
+    def transfer_call(self, destination: str, reason: str, summary: str = "") -> None:
+        self._call("transfer_call", destination, reason, summary)
+
+    def accept_transfer(self) -> None:
+        self._call("accept_transfer")
+
+    def decline_transfer(self, reason: str) -> None:
+        self._call("decline_transfer", reason)
 
     def _call(self, method: str, *args: Any) -> None:
         if self._target is None:

@@ -16,6 +16,7 @@ import base64
 import functools
 import logging
 import time
+from collections import deque
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,14 @@ from telephony.bridge.protocol import (
     Stop,
     UnknownEvent,
     parse_message,
+)
+from telephony.bridge.transfer import (
+    TRANSCRIPT_LINES,
+    HandOff,
+    HandOffAction,
+    StreamRole,
+    WarmTransfer,
+    WarmTransfers,
 )
 from telephony.bridge.watchdog import CallClock, Limits, Verdict
 from telephony.call_info import CallInfo
@@ -118,6 +127,7 @@ class CallSession:
         metrics: Metrics | None = None,
         latency_book: LatencySamples | None = None,
         prewarmer: Prewarmer | None = None,
+        transfers: WarmTransfers | None = None,
     ) -> None:
         self._ws = websocket
         self._settings = settings
@@ -129,6 +139,12 @@ class CallSession:
         self._latency_book = latency_book
         self._prewarmer = prewarmer
         self._warm: WarmAgent | None = None
+        self._transfers = transfers
+        self._role = StreamRole()
+        """This stream's part in a warm transfer (a briefing leg, a caller coming back), if any."""
+        self._handing_to: asyncio.Task[WarmTransfer | None] | None = None
+        """The warm transfer taking this caller to hold: once it has, it inherits the recording and the feed."""
+        self.transcript: deque[tuple[str, str]] = deque(maxlen=TRANSCRIPT_LINES)
         self.latency = LatencySamples()
         self._apology = apology if apology is not None else load_apology()
         self.stats = CallStats()
@@ -160,7 +176,7 @@ class CallSession:
         self._loop = asyncio.get_running_loop()
         try:
             start = await self._wait_for_start()
-            if start is None or not self._admit(start):
+            if start is None or not self._admit(start) or not self._take_role(start):
                 return
             self._begin(start)
             self._spawn(self._write_loop(), "writer")
@@ -176,10 +192,24 @@ class CallSession:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._arm_goodbye, reason)
 
-    def transfer_call(self, destination: str, reason: str) -> None:
-        """``CallControl`` for tools: move the call to ``destination`` once the hand-off line is heard."""
+    def transfer_call(self, destination: str, reason: str, summary: str = "") -> None:
+        """``CallControl`` for tools: move the call to ``destination`` once the hand-off line is heard.
+
+        Warm (VOICEBOT_TRANSFER_MODE=warm, a Twilio call): the caller goes on hold while the person is briefed."""
+        warm = self._transfers is not None and self._settings.transfer_mode == "warm" and self._rest is not None
+        if warm:
+            asked_at = time.monotonic()  # the briefing delay is counted from here, hand-off line included
+            action: HandOffAction = functools.partial(self._warm_transfer, destination, reason, summary, asked_at)
+        else:
+            action = functools.partial(self._transfer, destination, reason)
+        self.hand_off(f"transfer to {destination}: {reason}", action)
+
+    def hand_off(self, reason: str, action: HandOffAction, now: bool = False) -> None:
+        """Run ``action`` once the bot's last words have been heard (``now``: cut them off first). Thread-safe.
+
+        The action returns a ``HandOff`` (the call leaves this stream, or is hung up) or None (the call goes on)."""
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._arm_goodbye, reason, destination)
+            self._loop.call_soon_threadsafe(self._arm_goodbye, reason, action, now)
 
     def wrap_up(self, reason: str) -> None:
         """Ask the agent to say goodbye now; the call is ended for it if it has not within the wrap-up time."""
@@ -223,6 +253,7 @@ class CallSession:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._close_socket()  # first: the line is free at once, whatever the agent's teardown takes
+        handed_to = await self._handed_to()
         if self._warm is not None and self._warm.task is not None:
             self._warm.task.cancel()  # still connecting when the call ended
             await asyncio.gather(self._warm.task, return_exceptions=True)
@@ -243,6 +274,10 @@ class CallSession:
                 )
         if (span := self._speech.finish()) is not None:
             self._observers.notify("caller_speech", span)
+        self._role.ended(self.stats.end_reason or "unknown")
+        if handed_to is not None and self._transfers is not None:
+            self._transfers.adopt(handed_to, self._observers)  # the caller's recording goes on until it settles
+            return
         await self._observers.close(self.stats.end_reason or "unknown", self.stats.ended_by or "unknown")
 
     async def _close_socket(self) -> None:
@@ -311,6 +346,17 @@ class CallSession:
             return False
         return True
 
+    def _take_role(self, start: Start) -> bool:
+        """A briefing leg or a caller back from a transfer is served differently; a stale briefing leg is refused."""
+        if self._transfers is None:
+            return True
+        role = self._transfers.role_for(start.custom_parameters, start.call_sid)
+        if role is not None and role.refusal:
+            log.warning("call=%s | %s", start.call_sid, role.refusal)
+            return False
+        self._role = role or self._role
+        return True
+
     def _admit_console(self, start: Start) -> bool:
         """A call from the browser console: its token is a console token, never a Twilio call token."""
         if self._console_tokens is None:
@@ -324,7 +370,7 @@ class CallSession:
         return True
 
     def _begin(self, start: Start) -> None:
-        self.call = start.call_info()
+        self.call = self._role.call_info(start.call_info())
         self._log = CallLog(log, start.call_sid)
         if start.media_format.encoding != "audio/x-mulaw" or start.media_format.sample_rate != 8000:
             self._log.warning("unexpected media format %s; treating audio as μ-law 8 kHz", start.media_format)
@@ -338,6 +384,7 @@ class CallSession:
             "call started | stream=%s from=%s to=%s", start.stream_sid, self.call.from_number, self.call.to_number
         )
         self._observers.start(self.call, self._log)
+        self._role.started(self)
 
     async def _receive_text(self) -> str | None:
         """Next text frame, or None once the socket is closed. Binary frames are not protocol."""
@@ -400,6 +447,8 @@ class CallSession:
             self._on_mark(message.name)
         elif isinstance(message, Dtmf):
             self._log.info("caller pressed %s", message.digit)
+            if self._role.on_dtmf(self, message.digit):
+                return
             self.tell_agent(f"The caller pressed {message.digit} on their keypad.")
         elif isinstance(message, UnknownEvent):
             self._log.info("ignoring unknown event %r", message.event)
@@ -469,23 +518,25 @@ class CallSession:
         )
         if self._clock is not None:
             self._clock.agent_started(time.monotonic())
-        if self._settings.greeting and self._inbound is not None:
-            self._inbound.put_text(self._settings.greeting)
+        greeting = self._settings.greeting if self._role.greeting is None else self._role.greeting
+        if greeting and self._inbound is not None:
+            self._inbound.put_text(greeting)
         self._spawn(self._send_loop(agent), "sender")
         await self._receive_loop(agent)
 
     async def _start_agent(self, call: CallInfo) -> BidiAgent:
         """The agent pre-warmed at the webhook if there is one, else one built and connected now."""
-        warm = self._prewarmer.take(call.call_sid) if self._prewarmer else None
+        warm = self._role.take_warm() or (self._prewarmer.take(call.call_sid) if self._prewarmer else None)
+        control = self._role.control(self)
         if warm is None:
-            self.agent = await build_agent(self._agent_factory, call)
+            self.agent = await build_agent(self._role.factory or self._agent_factory, call)
             guard_model_stream(self.agent.model)
             self._open_audio_paths(self.agent)  # caller audio is buffered while the model connects
-            await self.agent.start(invocation_state={CALL_CONTROL_KEY: self, "call": call})
+            await self.agent.start(invocation_state={CALL_CONTROL_KEY: control, "call": call})
             return self.agent
         self._warm = warm
         warm.invocation_state["call"] = call  # now with its stream SID
-        warm.control.bind(self)
+        warm.control.bind(control)
         self.agent = await asyncio.shield(warm.built)
         self._open_audio_paths(self.agent)
         return await warm.started()
@@ -541,7 +592,9 @@ class CallSession:
         elif isinstance(event, BidiResponseStopEvent):
             self._responding = False
         elif isinstance(event, BidiTranscriptBlockEvent):
-            self._log.info("%s said: %s", "caller" if event.role == "user" else "bot", event.transcript)
+            speaker = "caller" if event.role == "user" else "bot"
+            self._log.info("%s said: %s", speaker, event.transcript)
+            self.transcript.append((speaker, event.transcript))
         elif isinstance(event, BidiToolUseBlocksEvent):
             self._log.info("tool calls: %s", ", ".join(use["name"] for use in event.tool_uses))
         elif isinstance(event, BidiConnectionRestartEvent):
@@ -567,6 +620,7 @@ class CallSession:
             self.stats.turns += 1
             if self.stats.turns == 1:
                 stamps.append(("start_to_first_audio", self.stats.started_at))
+                self._role.audio_sent()
             if (speech_ended := self._speech.answered(time.monotonic())) is not None:
                 stamps.append(("turn", speech_ended))
         self._current_audio = event.content_id
@@ -599,17 +653,14 @@ class CallSession:
         assert self.playback is not None
         if self._failing:
             return
-        if self._current_audio is not None:
-            self._interrupted.add(self._current_audio)
-        if self._outbound_audio is not None:
-            self._outbound_audio.reset()
         unheard = self.playback.unheard_seconds
         if unheard == 0:
+            self._drop_current_utterance()
             self._log.info("the model reported a barge-in with nothing playing: nothing to clear")
             self._observers.notify("note", "caller_spoke", "the model reported a barge-in; nothing was playing")
             return
         self.stats.barge_ins += 1
-        dropped = self.playback.interrupt(stamps=(("barge_in_to_clear", time.monotonic()),))
+        dropped = self._cut_off(stamps=(("barge_in_to_clear", time.monotonic()),))
         self._log.info("barge-in: clear sent, about %.2f s of bot audio unheard (%d frames unsent)", unheard, dropped)
         self._observers.notify("note", "barge_in", f"about {unheard:.2f} s of bot audio unheard")
         if self._goodbye is not None:
@@ -617,47 +668,91 @@ class CallSession:
             self._goodbye = None
             self._log.info("caller spoke over the goodbye: the call goes on")
 
+    def _cut_off(self, stamps: tuple[Stamp, ...] = ()) -> int:
+        """Stop the bot mid-sentence: Twilio's buffer cleared, the rest of the utterance dropped. Frames dropped."""
+        assert self.playback is not None
+        self._drop_current_utterance()
+        return self.playback.interrupt(stamps=stamps)
+
+    def _drop_current_utterance(self) -> None:
+        """Whatever the model still sends of the utterance it was speaking is not played."""
+        if self._current_audio is not None:
+            self._interrupted.add(self._current_audio)
+        if self._outbound_audio is not None:
+            self._outbound_audio.reset()
+
     # --- ending the call ---------------------------------------------------------------------------
 
-    def _arm_goodbye(self, reason: str, transfer_to: str | None = None) -> None:
-        """Hang up (or transfer) once the last words have been heard (their mark echoed), not before."""
+    def _arm_goodbye(self, reason: str, action: HandOffAction | None = None, now: bool = False) -> None:
+        """Hang up (or hand off) once the last words have been heard (their mark echoed), not before."""
         if self._goodbye is not None or self._ended.is_set() or self._failing or self.playback is None:
             return
-        action = f"transfer to {transfer_to}" if transfer_to else "hang-up"
-        self._log.info("%s requested (%s): waiting for the bot's last words to play", action, reason)
+        self._log.info(
+            "%s requested (%s): waiting for the bot's last words to play", "hand-off" if action else "hang-up", reason
+        )
+        if now:
+            self._log.info("cutting the bot off first: %d queued frames dropped", self._cut_off())
         self.playback.mark("goodbye")
-        self._goodbye = self._spawn(self._goodbye_watch(reason, transfer_to), "goodbye")
+        self._goodbye = self._spawn(self._goodbye_watch(reason, action), "goodbye")
 
-    async def _goodbye_watch(self, reason: str, transfer_to: str | None = None) -> None:
+    async def _goodbye_watch(self, reason: str, action: HandOffAction | None = None) -> None:
         """Act after ``hangup_grace_s`` of idle playback, or at the cap if marks never return."""
         assert self.playback is not None
         grace, cap = self._settings.hangup_grace_s, self._settings.hangup_mark_timeout_s
         if not await self.playback.settled(grace, cap, busy=self._is_responding):
             self._log.warning("goodbye marks did not come back in time: hanging up anyway")
         self._goodbye = None
-        if transfer_to is not None:
-            await self._transfer(transfer_to, reason)
-        else:
+        if action is None:
             await self._hang_up(f"agent ended the call ({reason})", by="agent")
+            return
+        outcome = await action()
+        if outcome is not None and outcome.hang_up:
+            await self._hang_up(outcome.reason, by="agent")
+        elif outcome is not None:
+            self._end(outcome.reason, by="agent")
 
     def _is_responding(self) -> bool:
         return self._responding
 
-    async def _transfer(self, destination: str, reason: str) -> None:
+    async def _transfer(self, destination: str, reason: str) -> HandOff | None:
         """Replace our stream with a ``<Dial>``; if Twilio refuses, the agent hears why and goes on."""
         assert self.call is not None
         if self._rest is None:
             self.tell_agent("The transfer failed: this server has no Twilio credentials. Tell the caller.")
-            return
+            return None
         try:
             await asyncio.wait_for(self._rest.redirect(self.call.call_sid, dial_twiml(destination)), REST_TIMEOUT_S)
         except Exception as error:  # noqa: BLE001 - the call goes on with the agent
             self._log.warning("transfer to %s failed: %r", destination, error)
             self.tell_agent("The transfer failed and the caller is still with you. Apologise and offer other help.")
-            return
+            return None
         self._log.info("call transferred to %s (%s)", destination, reason)
         self._observers.notify("note", "transfer", destination)
-        self._end(f"transferred to {destination}", by="agent")
+        if self._metrics is not None:
+            self._metrics.transfers.labels(mode="cold", outcome="dialled").inc()
+        return HandOff(f"transferred to {destination}")
+
+    async def _warm_transfer(self, destination: str, reason: str, summary: str, asked_at: float) -> HandOff | None:
+        """Put the caller on hold and brief ``destination`` (telephony.bridge.transfer); None if they stay here."""
+        assert self._transfers is not None and self.call is not None
+        messages = list(self.agent.messages) if self.agent is not None else []
+        self._handing_to = self._transfers.start(
+            self, destination, reason, summary, list(self.transcript), messages, asked_at
+        )
+        transfer = await asyncio.shield(self._handing_to)
+        return None if transfer is None else HandOff(f"on hold: warm transfer to {destination}")
+
+    async def _handed_to(self) -> WarmTransfer | None:
+        """The warm transfer that took this caller to hold, if any (Twilio may stop the stream before it says so)."""
+        if self._handing_to is None:
+            return None
+        try:
+            transfer = await asyncio.wait_for(asyncio.shield(self._handing_to), REST_TIMEOUT_S + 1)
+        except Exception:  # noqa: BLE001 - no transfer then: the recording ends here
+            return None
+        if transfer is not None:
+            self.stats.end_reason, self.stats.ended_by = f"on hold: warm transfer to {transfer.destination}", "agent"
+        return transfer
 
     async def _watch(self) -> None:
         """Apply the call's time limits (see telephony.bridge.watchdog)."""

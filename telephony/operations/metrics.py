@@ -46,6 +46,15 @@ class Metrics:
             ["direction"],
             registry=r,
         )
+        self.transfers = Counter(
+            "voicebot_transfers", "Transfers by mode (cold, warm) and outcome.", ["mode", "outcome"], registry=r
+        )
+        self.transfer_briefing_delay = Histogram(
+            "voicebot_transfer_briefing_delay_seconds",
+            "Warm transfer: from the transfer being requested to the first briefing audio sent to the person.",
+            buckets=(2, 4, 6, 8, 10, 15, 20, 30, 45, 60),
+            registry=r,
+        )
         self.bad_messages = Counter("voicebot_bad_messages", "Malformed or foreign Media Streams messages.", registry=r)
 
     def render(self) -> bytes:

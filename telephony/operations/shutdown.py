@@ -27,22 +27,32 @@ _AFTER_WRAP_UP_S = 5.0
 async def drain(app: FastAPI, grace_s: float, wrap_up_s: float) -> None:
     """Refuse new calls; wait for calls to end, then wrap up the rest; return when none are left."""
     sessions: set[Any] = app.state.sessions
+    transfers = getattr(app.state, "transfers", None)
     app.state.admission.draining = True
     log.warning("shutting down: no new calls; waiting up to %.0fs for %d call(s) to end", grace_s, len(sessions))
-    if not await _wait_until_idle(sessions, grace_s):
+    if not await _wait_until_idle(sessions, transfers, grace_s):
         log.warning("shutting down: asking %d call(s) to say goodbye", len(sessions))
         for session in list(sessions):
             session.wrap_up("The phone service is restarting.")
-        if not await _wait_until_idle(sessions, wrap_up_s + _AFTER_WRAP_UP_S):
+        if transfers is not None and transfers.pending:
+            # Nobody may be left on hold: callers still waiting are told and hung up, briefings end.
+            log.warning("shutting down: ending %d warm transfer(s) still waiting", transfers.pending)
+            await transfers.settle_all("the phone service is restarting")
+        if not await _wait_until_idle(sessions, transfers, wrap_up_s + _AFTER_WRAP_UP_S):
             log.error("shutting down with %d call(s) still open", len(sessions))
     log.info("shutdown: all calls ended")
 
 
-async def _wait_until_idle(sessions: set[Any], seconds: float) -> bool:
+async def _wait_until_idle(sessions: set[Any], transfers: Any, seconds: float) -> bool:
+    """Until no call is in progress and no warm transfer is waiting (a caller on hold is a call too)."""
     deadline = time.monotonic() + seconds
-    while sessions and time.monotonic() < deadline:
+
+    def busy() -> bool:
+        return bool(sessions) or bool(transfers is not None and transfers.pending)
+
+    while busy() and time.monotonic() < deadline:
         await asyncio.sleep(_POLL_S)
-    return not sessions
+    return not busy()
 
 
 class DrainingServer(uvicorn.Server):

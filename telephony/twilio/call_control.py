@@ -10,16 +10,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+import twilio.rest.api.v2010.account.call  # noqa: F401 - see below
 from twilio.base.exceptions import TwilioRestException
 from twilio.http import AsyncHttpClient
 from twilio.rest import Client
 
 from telephony.operations.logs import CallLog
+from telephony.twilio.conference import dial_person
 from telephony.twilio.rest import rest_client
 
 log = logging.getLogger(__name__)
+# The SDK imports its Calls API on first use of ``client.calls`` (about 0.5 s of module loading). Importing it
+# here, at start-up, keeps that off the event loop in the middle of the first hang-up or transfer.
 
 ALREADY_ENDED_CODES = {20404, 21220}
 """20404: resource not found; 21220: call is not in-progress. Both mean the call is already over."""
@@ -33,6 +38,14 @@ class CallControlClient(Protocol):
     async def hang_up(self, call_sid: str) -> None: ...
 
     async def redirect(self, call_sid: str, twiml: str) -> None: ...
+
+
+class TransferClient(CallControlClient, Protocol):
+    """What a warm transfer needs on top: placing the call to the person being briefed."""
+
+    async def dial(
+        self, to: str, from_: str, twiml: str, status_callback: str | None, ring_timeout_s: float
+    ) -> str: ...
 
 
 class TwilioCallControl:
@@ -64,6 +77,17 @@ class TwilioCallControl:
         """Replace what the call is doing (our stream) with ``twiml``, e.g. a ``<Dial>``."""
         await self._rest().calls(call_sid).update_async(twiml=twiml)
 
+    async def dial(self, to: str, from_: str, twiml: str, status_callback: str | None, ring_timeout_s: float) -> str:
+        """Ring ``to``; Twilio runs ``twiml`` once it answers. Returns the new call's SID."""
+        return await dial_person(
+            self._rest(),
+            to=to,
+            from_=from_,
+            twiml=twiml,
+            status_callback=status_callback,
+            ring_timeout_s=ring_timeout_s,
+        )
+
     async def aclose(self) -> None:
         if self._client is not None and hasattr(self._client.http_client, "close"):
             await self._client.http_client.close()
@@ -71,15 +95,29 @@ class TwilioCallControl:
 
 async def hang_up_with_retries(control: CallControlClient, call_sid: str, log: CallLog) -> bool:
     """A few quick tries within ``REST_TIMEOUT_S``; False if all failed (closing the socket ends the call)."""
+    if await with_retries(lambda: control.hang_up(call_sid), "REST hang-up", log):
+        return True
+    log.warning("REST hang-up gave up: closing the socket instead")
+    return False
+
+
+async def redirect_with_retries(control: CallControlClient, call_sid: str, twiml: str, what: str, log: CallLog) -> bool:
+    """Replace what ``call_sid`` is doing with ``twiml``, retried as a hang-up is; False if every attempt failed.
+
+    Updating a call with the same TwiML twice is harmless, so a retry after a lost answer is safe."""
+    return await with_retries(lambda: control.redirect(call_sid, twiml), what, log)
+
+
+async def with_retries(attempt: Callable[[], Awaitable[None]], what: str, log: CallLog) -> bool:
+    """Up to three tries of an idempotent REST request within ``REST_TIMEOUT_S``; True once one succeeds."""
     deadline = time.monotonic() + REST_TIMEOUT_S
-    for attempt, pause in enumerate(HANGUP_RETRY_PAUSES_S, start=1):
+    for number, pause in enumerate(HANGUP_RETRY_PAUSES_S, start=1):
         try:
-            await asyncio.wait_for(control.hang_up(call_sid), max(0.1, deadline - time.monotonic()))
+            await asyncio.wait_for(attempt(), max(0.1, deadline - time.monotonic()))
             return True
-        except Exception as error:  # noqa: BLE001 - closing the socket still ends the call
-            log.warning("REST hang-up attempt %d failed: %r", attempt, error)
+        except Exception as error:  # noqa: BLE001 - the caller of this decides what failure means
+            log.warning("%s attempt %d failed: %r", what, number, error)
         if time.monotonic() + pause >= deadline:
             break
         await asyncio.sleep(pause)
-    log.warning("REST hang-up gave up: closing the socket instead")
     return False

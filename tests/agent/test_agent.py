@@ -8,12 +8,14 @@ from dataclasses import replace
 import pytest
 from strands.bidi import BidiAgent
 
+from agent.briefing import briefing_text, create_briefing_agent
 from agent.factory import create_agent
 from agent.prompt import system_prompt
-from agent.tools import end_conversation
+from agent.tools import end_conversation, transfer_tool
 from telephony.bridge.session import model_rates
-from telephony.call_info import CallInfo
+from telephony.call_info import CallInfo, TransferBrief
 from telephony.config import Settings
+from telephony.controls import CALL_CONTROL_KEY
 
 from ..fakes.model import CallTool, Hold, ScriptedModel
 
@@ -71,3 +73,57 @@ async def test_end_conversation_outside_a_call_is_an_error_result() -> None:
         await agent.stop()
     assert model.tool_results[0].status == "error"
     assert "Not on a phone call" in model.tool_results[0].content[0]["text"]
+
+
+BRIEF = TransferBrief(
+    caller_number="+15550001111",
+    destination="+15557654321",
+    reason="wants a human",
+    summary="Ann wants to move her booking.",
+    transcript=(("caller", "I need a person"), ("bot", "Let me put you through")),
+)
+
+
+def test_the_briefing_agent_knows_the_caller_and_can_only_accept_or_decline() -> None:
+    call = CallInfo(call_sid="CA2", stream_sid="MZ2", transfer=BRIEF)
+    agent = create_briefing_agent(call, Settings())
+    assert type(agent.model).__name__ == "BedrockNovaSonicModel"
+    assert set(agent.tool_names) == {"accept_transfer", "decline_transfer"}
+    prompt = agent.system_prompt or ""
+    assert "Ann wants to move her booking." in prompt and "caller: I need a person" in prompt
+    assert "1 5 5 5 0 0 0 1 1 1 1" in prompt and "press 1" in prompt
+
+
+def test_the_offline_briefing_agent_reads_a_templated_briefing() -> None:
+    agent = create_briefing_agent(CallInfo(call_sid="CA2", stream_sid="MZ2", transfer=BRIEF), Settings(model="local"))
+    greeting = agent.model.script.greeting  # type: ignore[attr-defined]
+    assert greeting == briefing_text(BRIEF) and "Ann wants to move her booking" in greeting
+    assert {intent.name for intent in agent.model.script.intents} == {"accept", "decline", "repeat"}  # type: ignore[attr-defined]
+
+
+def test_a_caller_back_from_a_transfer_resumes_the_conversation() -> None:
+    history = ({"role": "user", "content": [{"text": "I need a person"}]},)
+    settings = Settings(transfer_to="+15557654321", transfer_targets="sales=+15550009999")
+    agent = create_agent(CallInfo(call_sid="CA1", stream_sid="MZ1", history=history), settings)
+    assert agent.messages == [dict(history[0])]
+    assert "back with you" in (agent.system_prompt or "") and "sales" in (agent.system_prompt or "")
+    assert "transfer_call" in agent.tool_names
+
+
+async def test_transfer_tool_refuses_a_target_it_does_not_know() -> None:
+    class Control:
+        def __init__(self) -> None:
+            self.transfers: list[tuple[str, str, str]] = []
+
+        def end_call(self, reason: str) -> None: ...
+
+        def transfer_call(self, destination: str, reason: str, summary: str = "") -> None:
+            self.transfers.append((destination, reason, summary))
+
+    tool = transfer_tool(None, {"sales": "+15550009999"})
+    control = Control()
+    context = type("Context", (), {"invocation_state": {CALL_CONTROL_KEY: control}})()
+    bad = await tool._tool_func(reason="r", tool_context=context, to="marketing")  # type: ignore[attr-defined]
+    good = await tool._tool_func(reason="r", tool_context=context, to="sales", summary="s")  # type: ignore[attr-defined]
+    assert bad["status"] == "error" and "sales" in bad["content"][0]["text"]
+    assert good["status"] == "success" and control.transfers == [("+15550009999", "r", "s")]

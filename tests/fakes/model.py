@@ -163,6 +163,8 @@ class ScriptedModel(PcmModel):
         self.tool_results: list[ToolResultBlock] = []
         self.system_prompt: str | None = None
         self.tools: list[Any] = []
+        self.messages: list[Any] = []
+        """The history the agent started the model with."""
         self.step_index = 0
         self._changed = asyncio.Event()
         self._content_ids = itertools.count(1)
@@ -177,6 +179,7 @@ class ScriptedModel(PcmModel):
         if self.fail_start is not None:
             raise self.fail_start
         self.system_prompt, self.tools = system_prompt, list(tools or [])
+        self.messages = list(messages or [])
         self.emit(BidiConnectionStartEvent(connection_id=str(uuid.uuid4()), model="scripted"))
         self.run(self._run_script(), "scripted-model")
 
