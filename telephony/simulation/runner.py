@@ -1,0 +1,360 @@
+"""Running scenarios: each run is a real call through the real ``/twiml`` and media stream on a loopback server.
+
+For each run the runner starts the app with the agent factory under test (``--agent``, else the scenario's
+``agent:``, else ``VOICEBOT_AGENT``), a simulated Twilio REST client (so hang-ups and transfers are carried
+out), a recorder (the run's folder opens in the console's calls page) and a live transcript for goal
+callers. When the scenario has a ``brain:`` and ``--real-model`` is not given, the model the factory built
+is replaced, before it starts, by a :class:`~agent.scripted.ScriptedBrainModel` playing that brain: the
+agent's tools, prompt and hang-up stay the agent's own. The caller then performs the scenario, and the
+finished call is checked against ``expect:`` (:mod:`telephony.simulation.expectations`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from agent.scripted import ScriptedBrainModel, stand_ins
+from telephony.bridge.agent_factory import AgentFactory, build_agent, load_agent_factory
+from telephony.call_info import CallInfo
+from telephony.config import Settings
+from telephony.recording.format import Recording, RecordingError
+from telephony.recording.recorder import CallRecorder, folder_name
+from telephony.recording.transcript import TRANSCRIPT_FILE
+from telephony.simulation.caller import SimulatedCaller, answer
+from telephony.simulation.caller_script import CallerScript, Linger, play
+from telephony.simulation.demo import Voice
+from telephony.simulation.expectations import CallOutcome, Finding, evaluate, run_check
+from telephony.simulation.goal_caller import (
+    CallerBrain,
+    Judge,
+    LiveTranscript,
+    PatternJudge,
+    RuleCaller,
+    TextModelCaller,
+    TextModelJudge,
+    bedrock_text_model,
+)
+from telephony.simulation.local_server import serve_app
+from telephony.simulation.replay import twilio_form
+from telephony.simulation.replay_report import ReplayReport
+from telephony.simulation.scenario import Scenario
+from telephony.simulation.scenario_caller import CallerLine, ScenarioCaller
+from telephony.simulation.twilio_rest import SimulatedCallControl
+
+log = logging.getLogger(__name__)
+
+SESSION_END_TIMEOUT_S = 15.0
+"""After the caller's side closes, how long the server gets to finish the call and its recording."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    agent: str | None = None
+    """``module:function`` over every scenario's own ``agent:`` (None: the scenario's, else VOICEBOT_AGENT)."""
+    real_model: bool = False
+    """Run on the model the factory builds, ignoring scenarios' scripted brains."""
+    out: Path = Path("recordings")
+    text_model: str | None = None
+    """Bedrock model id for goal callers and judges (None: their offline stand-ins)."""
+
+
+@dataclass
+class RunResult:
+    index: int
+    findings: list[Finding] = field(default_factory=list)
+    seconds: float = 0.0
+    """Wall-clock time of the run, set-up to verdict."""
+    call_s: float = 0.0
+    recording: Path | None = None
+    model: str = ""
+    error: str | None = None
+    """The run could not be carried out (the agent factory failed to load, a set-up function failed, …)."""
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and not self.findings
+
+    def problems(self) -> list[str]:
+        return [self.error] if self.error else [str(finding) for finding in self.findings]
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    runs: list[RunResult] = field(default_factory=list)
+
+    @property
+    def passes(self) -> int:
+        return sum(run.passed for run in self.runs)
+
+    @property
+    def passed(self) -> bool:
+        return self.passes >= self.scenario.passes_needed
+
+    @property
+    def seconds(self) -> float:
+        return sum(run.seconds for run in self.runs)
+
+    @property
+    def model(self) -> str:
+        return next((run.model for run in self.runs if run.model), "?")
+
+
+def agent_spec(scenario: Scenario, options: RunOptions, settings: Settings) -> str:
+    return options.agent or scenario.agent or settings.agent
+
+
+def uses_brain(scenario: Scenario, options: RunOptions) -> bool:
+    return scenario.brain is not None and not options.real_model
+
+
+class ScenarioRunner:
+    """Runs scenarios one after another in this event loop, printing progress to ``out`` (None: silent)."""
+
+    def __init__(self, settings: Settings, options: RunOptions, out: TextIO | None = None) -> None:
+        self.settings = settings
+        self.options = options
+        self.out = out
+        self._voice: Voice | None = None
+
+    def _print(self, text: str) -> None:
+        if self.out is not None:
+            print(text, file=self.out, flush=True)
+
+    async def run_all(self, scenarios: list[Scenario]) -> list[ScenarioResult]:
+        results = []
+        for number, scenario in enumerate(scenarios, start=1):
+            if self.out is not None:
+                label = f"[{number}/{len(scenarios)}] {scenario.name}"
+                self.out.write(f"{label:<48} ")
+                self.out.flush()
+            result = await self.run_scenario(scenario)
+            results.append(result)
+            self._print(progress_line(result))
+            for run in result.runs:
+                for problem in run.problems():
+                    self._print(f"      run {run.index}: {problem}" if len(result.runs) > 1 else f"      {problem}")
+        return results
+
+    async def run_scenario(self, scenario: Scenario) -> ScenarioResult:
+        result = ScenarioResult(scenario)
+        for index in range(1, scenario.runs + 1):
+            result.runs.append(await self.run_once(scenario, index))
+        return result
+
+    async def run_once(self, scenario: Scenario, index: int = 1) -> RunResult:
+        """One call: set up, call, check. Never raises for a problem of the agent or the scenario."""
+        started = time.monotonic()
+        run = RunResult(index)
+        workdir = Path(tempfile.mkdtemp(prefix="voicebot-scenario-"))
+        try:
+            await self._run(scenario, run, workdir)
+        except Exception as error:  # noqa: BLE001 - a crashing run is a failed run, reported with its cause
+            log.debug("scenario %s crashed", scenario.name, exc_info=True)
+            run.error = f"the run failed: {type(error).__name__}: {error}"
+        finally:
+            await asyncio.to_thread(shutil.rmtree, workdir, True)
+        run.seconds = time.monotonic() - started
+        return run
+
+    async def _run(self, scenario: Scenario, run: RunResult, workdir: Path) -> None:
+        outcome = CallOutcome(transcript={}, records=[], workdir=workdir)
+        for check in scenario.setup:
+            if (problem := await run_check(check, outcome)) is not None:
+                run.error = f"{check.where}: set-up failed: {problem}"
+                return
+        spec = agent_spec(scenario, self.options, self.settings)
+        try:
+            factory = load_agent_factory(spec)
+        except Exception as error:  # noqa: BLE001 - an agent that cannot even be imported fails the run
+            run.error = f"cannot load the agent factory {spec}: {error}"
+            return
+        if self._voice is None:
+            self._voice = await asyncio.to_thread(Voice)
+        call = await self._call(scenario, factory, outcome, run)
+        if call is None:
+            return
+        run.findings = await evaluate(scenario.expect, outcome, self._judge())
+        if call.timed_out:
+            last = outcome.steps[-1].step.describe() if outcome.steps else "before its first step"
+            run.findings.insert(0, Finding(None, f"the call did not end within {scenario.timeout_s:g} s (the caller's last step: {last})"))
+
+    def _judge(self) -> Judge:
+        if self.options.text_model:
+            return TextModelJudge(bedrock_text_model(self.options.text_model, self.settings.aws_region))
+        return PatternJudge()
+
+    def _caller_brain(self, scenario: Scenario) -> CallerBrain:
+        assert scenario.goal is not None
+        if self.options.text_model:
+            return TextModelCaller(scenario.goal, bedrock_text_model(self.options.text_model, self.settings.aws_region))
+        return RuleCaller(scenario.goal)
+
+    def _settings(self, scenario: Scenario) -> Settings:
+        """The environment's call behaviour on a loopback server with no Twilio account (REST is simulated)."""
+        return replace(
+            self.settings,
+            public_url=None,
+            twilio_account_sid=None,
+            twilio_auth_token=None,
+            host="127.0.0.1",
+            record_dir=None,
+            console=False,
+            greeting=scenario.greeting if scenario.greeting is not None else self.settings.greeting,
+            prewarm=self.settings.prewarm and not scenario.parameters,  # a pre-warmed agent never sees them
+        )
+
+    async def _call(self, scenario: Scenario, factory: AgentFactory, outcome: CallOutcome, run: RunResult) -> _Call | None:
+        assert self._voice is not None
+        scripted = uses_brain(scenario, self.options)
+        models: list[Any] = []
+
+        async def make_agent(call: CallInfo) -> Any:
+            agent = await build_agent(factory, call)
+            built = agent.model
+            if scripted:
+                assert scenario.brain is not None
+                agent.model = ScriptedBrainModel(scenario.brain)
+                run.model = f"scripted brain (in place of {type(built).__name__})"
+            else:
+                run.model = describe_model(built)
+            models.append(agent.model)
+            return agent
+
+        recorders: list[CallRecorder] = []
+        out = self.options.out
+
+        def record(call: CallInfo) -> CallRecorder:
+            recorders.append(CallRecorder.start(call, folder_name(out, call)))
+            return recorders[-1]
+
+        tap = LiveTranscript()
+        rest = SimulatedCallControl()
+        from telephony.app import create_app
+
+        app = create_app(self._settings(scenario), agent_factory=make_agent, call_control=rest, observers=[record, lambda _: tap])
+        sid = "CA" + secrets.token_hex(16)
+        form = twilio_form({"call_sid": sid, "account_sid": "AC" + "0" * 32, "from": scenario.call_from, "to": scenario.call_to})
+        await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
+        with stand_ins() if scripted else contextlib.nullcontext():
+            async with serve_app(app) as base:
+                target = await answer(f"http://{base}", form)
+                caller = SimulatedCaller(
+                    f"ws://{base}/media-stream",
+                    call_sid=sid,
+                    stream_sid="MZ" + secrets.token_hex(16),
+                    account_sid="AC" + "0" * 32,
+                    parameters={**target.parameters, **scenario.parameters},
+                )
+                call = _Call()
+                report = ReplayReport(caller)
+                async with caller:
+                    await caller.connect()
+                    performer = ScenarioCaller(CallerLine(caller), self._voice, scenario.patience_s)
+                    try:
+                        async with asyncio.timeout(scenario.timeout_s):
+                            await self._perform(scenario, performer, tap)
+                    except TimeoutError:
+                        call.timed_out = True
+                    finally:
+                        await performer.line.close()
+                        if not caller.closed.is_set():
+                            with contextlib.suppress(Exception):
+                                await caller.stop()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(caller.closed.wait(), 5.0)
+                await _until(lambda: not app.state.sessions, SESSION_END_TIMEOUT_S)
+        outcome.latencies = report.update().latencies
+        outcome.steps = performer.log
+        outcome.redirects = rest.redirects
+        outcome.brain_notes = [*getattr(getattr(models[-1], "brain", None), "unanswered", []), *getattr(getattr(models[-1], "brain", None), "missing", [])] if models else []
+        if not recorders or recorders[-1].folder is None:
+            run.error = "the call never started: the bridge did not accept the stream (see the log)"
+            return None
+        folder = recorders[-1].folder
+        run.recording = folder
+        try:
+            outcome.recording = folder
+            outcome.records = (await asyncio.to_thread(Recording.load, folder)).records
+            outcome.transcript = json.loads(await asyncio.to_thread((folder / TRANSCRIPT_FILE).read_text, encoding="utf-8"))
+        except (RecordingError, OSError, ValueError) as error:
+            run.error = f"the call's recording in {folder} cannot be read: {error}"
+            return None
+        run.call_s = outcome.duration_s
+        return call
+
+    async def _perform(self, scenario: Scenario, performer: ScenarioCaller, tap: LiveTranscript) -> None:
+        if scenario.recording is not None:
+            source = scenario.recording
+            script = await asyncio.to_thread(_caller_script, source)
+            await performer.line.close()  # the recording's own frames are the line
+            await play(performer.caller, script, Linger(quiet_s=3.0, max_s=30.0))
+        elif scenario.goal is not None:
+            await performer.perform_goal(self._caller_brain(scenario), tap, scenario.goal.max_turns)
+        else:
+            await performer.perform(scenario.caller)
+        await performer.caller.closed.wait()
+
+
+@dataclass
+class _Call:
+    timed_out: bool = False
+
+
+def _caller_script(source: Path) -> CallerScript:
+    if source.suffix.lower() == ".wav":
+        return CallerScript.from_wav(source)
+    recording = Recording.load(source)
+    return CallerScript.from_recording(recording).without_first_frames(recording.frames_before_model)
+
+
+async def _until(condition: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+
+
+def describe_model(model: Any) -> str:
+    model_id = getattr(model, "model_id", None) or (getattr(model, "get_config", lambda: {})() or {}).get("model_id")
+    return f"{type(model).__name__} {model_id}" if model_id else type(model).__name__
+
+
+# --- reporting -----------------------------------------------------------------------------------------
+
+
+def progress_line(result: ScenarioResult) -> str:
+    verdict = "PASS" if result.passed else "FAIL"
+    runs = result.runs
+    counted = f"{result.passes}/{len(runs)} runs" if len(runs) > 1 else ""
+    return f"{verdict} {result.seconds:6.1f} s {counted}".rstrip()
+
+
+def summary_table(results: list[ScenarioResult]) -> Iterator[str]:
+    """The table printed after all scenarios: one row per scenario."""
+    headers = ("scenario", "result", "runs passed", "time (each run)", "call time", "model")
+    rows = []
+    for result in results:
+        each = ", ".join(f"{run.seconds:.1f}" for run in result.runs)
+        calls = ", ".join(f"{run.call_s:.1f}" for run in result.runs)
+        needed = f" (need {result.scenario.passes_needed})" if result.scenario.runs > 1 else ""
+        rows.append((result.scenario.name, "PASS" if result.passed else "FAIL", f"{result.passes}/{len(result.runs)}{needed}", f"{each} s", f"{calls} s", result.model))
+    widths = [max(len(str(row[column])) for row in [headers, *rows]) for column in range(len(headers))]
+    line = "  ".join(f"{{:<{width}}}" for width in widths)
+    yield line.format(*headers)
+    yield line.format(*("-" * width for width in widths))
+    for row in rows:
+        yield line.format(*row)
+    failed = sum(not result.passed for result in results)
+    total = sum(result.seconds for result in results)
+    yield f"{len(results) - failed} passed, {failed} failed in {total:.1f} s"
