@@ -29,9 +29,8 @@ PROMPT = """\
 You answer the phone for a family doctor's clinic. You are heard, not read: short spoken sentences, no lists.
 Clinic name: Riverside Family Clinic
 Opening hours: Monday to Friday, 8 am to 6 pm
-Greeting: Thank you for calling Riverside Family Clinic. You can book an appointment, ask about our policies, \
-or press 0 for the front desk. How can I help?
-Keypad menu: press 1 to book an appointment, 2 for our policies, 0 for the front desk, 9 to end the call.
+Greeting: Thank you for calling Riverside Family Clinic. How can I help?
+Keypad menu: press 1 to book, 2 for opening hours, 0 for the front desk.
 
 To book: ask which day, call find_open_slots, offer the times it gives, ask for the caller's full name, then call
 book_appointment and read back the day, time and doctor. Never say a slot is booked unless book_appointment
@@ -55,7 +54,7 @@ async def find_open_slots(day: str) -> dict[str, Any]:
     slots = await asyncio.to_thread(database.open_slots, name)
     if not slots:
         return _ok(f"There are no open slots on {name}.")
-    times = ", ".join(f"{slot.time} with {slot.doctor}" for slot in slots[:4])
+    times = ", ".join(f"{slot.time} with {slot.doctor}" for slot in slots[:3])
     return _ok(f"Open on {name}: {times}.")
 
 

@@ -71,7 +71,8 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
         print(f"voicebot test: no scenario files (*.yaml) in {', '.join(map(str, args.paths))}", file=sys.stderr)
         return 1
     options = RunOptions(agent=args.agent, real_model=args.real_model, out=args.out, text_model=args.text_model)
-    logging.getLogger("telephony").setLevel(logging.ERROR)  # the runner tells the story; no server chatter
+    for name in ("telephony", "agent", "strands"):
+        logging.getLogger(name).setLevel(logging.ERROR)  # the runner tells the story (script gaps included)
     print(_header(scenarios, options, settings))
     results = asyncio.run(ScenarioRunner(settings, options, out=sys.stdout).run_all(scenarios))
     print()
