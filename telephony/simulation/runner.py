@@ -67,6 +67,8 @@ class RunOptions:
     out: Path = Path("recordings")
     text_model: str | None = None
     """Bedrock model id for goal callers and judges (None: their offline stand-ins)."""
+    workdirs: Path | None = None
+    """Keep each run's work folder (``setup`` data such as a database) under here (None: a temporary one, deleted)."""
 
 
 @dataclass
@@ -78,6 +80,8 @@ class RunResult:
     call_s: float = 0.0
     recording: Path | None = None
     model: str = ""
+    outcome: CallOutcome | None = None
+    """What happened on the call (transcript, tool calls, records), for assertions of one's own."""
     error: str | None = None
     """The run could not be carried out (the agent factory failed to load, a set-up function failed, …)."""
 
@@ -157,19 +161,23 @@ class ScenarioRunner:
         """One call: set up, call, check. Never raises for a problem of the agent or the scenario."""
         started = time.monotonic()
         run = RunResult(index)
-        workdir = Path(tempfile.mkdtemp(prefix="voicebot-scenario-"))
+        keep = self.options.workdirs
+        if keep is not None:
+            await asyncio.to_thread(keep.mkdir, parents=True, exist_ok=True)
+        workdir = Path(tempfile.mkdtemp(prefix="voicebot-scenario-", dir=keep))
         try:
             await self._run(scenario, run, workdir)
         except Exception as error:  # noqa: BLE001 - a crashing run is a failed run, reported with its cause
             log.debug("scenario %s crashed", scenario.name, exc_info=True)
             run.error = f"the run failed: {type(error).__name__}: {error}"
         finally:
-            await asyncio.to_thread(shutil.rmtree, workdir, True)
+            if keep is None:
+                await asyncio.to_thread(shutil.rmtree, workdir, True)
         run.seconds = time.monotonic() - started
         return run
 
     async def _run(self, scenario: Scenario, run: RunResult, workdir: Path) -> None:
-        outcome = CallOutcome(transcript={}, records=[], workdir=workdir)
+        outcome = run.outcome = CallOutcome(transcript={}, records=[], workdir=workdir)
         for check in scenario.setup:
             if (problem := await run_check(check, outcome)) is not None:
                 run.error = f"{check.where}: set-up failed: {problem}"
