@@ -33,12 +33,16 @@ _STOP = frozenset(
 
 
 def content_words(text: str) -> set[str]:
-    """Lower-cased words minus the common ones, with a plural ``s`` dropped (``appointments`` ~ ``appointment``)."""
+    """Lower-cased words minus the common ones, crudely stemmed (``parking`` ~ ``park``, ``slots`` ~ ``slot``)."""
     words = set()
     for word in _WORD.findall(text.lower()):
         if word in _STOP or len(word) < 2:
             continue
-        words.add(word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word)
+        if len(word) > 5 and word.endswith("ing"):
+            word = word[:-3]
+        elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        words.add(word)
     return words
 
 

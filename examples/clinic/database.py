@@ -110,7 +110,9 @@ def book(day: str, time: str, patient: str, phone: str = "") -> Slot | None:
         ).rowcount
         if not changed:
             return None
-        row = connection.execute("SELECT day, time, doctor, patient FROM slots WHERE day = ? AND time = ?", (day, time)).fetchone()
+        row = connection.execute(
+            "SELECT day, time, doctor, patient FROM slots WHERE day = ? AND time = ?", (day, time)
+        ).fetchone()
     return Slot(*row)
 
 

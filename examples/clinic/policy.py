@@ -19,7 +19,8 @@ from agent.scripted import ExtractiveTextModel, stand_ins_active
 DEFAULT_TEXT_MODEL = "us.amazon.nova-lite-v1:0"
 
 POLICIES = """\
-Cancellations: please cancel at least 24 hours before your appointment, or a late cancellation fee of 25 dollars applies.
+Cancellations: please cancel at least 24 hours before your appointment, or a late cancellation fee of 25 dollars\
+applies.
 Missed appointments: after two missed appointments we ask you to pay a 25 dollar deposit when booking.
 Opening hours: we are open Monday to Friday from 8 am to 6 pm, and closed on weekends and public holidays.
 Arrival: please arrive 10 minutes early and bring your insurance card and a photo ID.

@@ -123,13 +123,19 @@ def _says(said: Said, outcome: CallOutcome) -> Finding | None:
     what = f"/{said.text}/" if said.regex else repr(said.text)
     if said.turn is not None:
         if said.turn > len(turns):
-            return Finding(said.where, f"expected bot turn {said.turn} to say {what}, but the bot spoke only {len(turns)} "
-                           f"time(s) ({outcome.describe_bot_turns()}); call ended by {outcome.ended_by} at "
-                           f"{outcome.duration_s:.1f} s: {outcome.end_reason}")
+            return Finding(
+                said.where,
+                f"expected bot turn {said.turn} to say {what}, but the bot spoke only {len(turns)} "
+                f"time(s) ({outcome.describe_bot_turns()}); call ended by {outcome.ended_by} at "
+                f"{outcome.duration_s:.1f} s: {outcome.end_reason}",
+            )
         turn = turns[said.turn - 1]
         if said.pattern.search(turn["text"]):
             return None
-        return Finding(said.where, f"expected bot turn {said.turn} (at {_at(turn)}) to say {what}; it said {_clip(turn['text'], 160)!r}")
+        return Finding(
+            said.where,
+            f"expected bot turn {said.turn} (at {_at(turn)}) to say {what}; it said {_clip(turn['text'], 160)!r}",
+        )
     if any(said.pattern.search(turn["text"]) for turn in turns):
         return None
     return Finding(said.where, f"the bot never said {what} (bot turns: {outcome.describe_bot_turns()})")
@@ -140,7 +146,11 @@ def _never_says(said: Said, outcome: CallOutcome) -> Finding | None:
         if said.turn is not None and index + 1 != said.turn:
             continue
         if found := said.pattern.search(turn["text"]):
-            return Finding(said.where, f"the bot said {found.group(0)!r} in bot turn {index + 1} (at {_at(turn)}): {_clip(turn['text'], 160)!r}")
+            return Finding(
+                said.where,
+                f"the bot said {found.group(0)!r} in bot turn "
+                f"{index + 1} (at {_at(turn)}): {_clip(turn['text'], 160)!r}",
+            )
     return None
 
 
@@ -148,11 +158,19 @@ def _no_apology(where: Where, outcome: CallOutcome) -> list[Finding]:
     findings = []
     for index, turn in enumerate(outcome.bot_turns):
         if found := APOLOGY.search(turn["text"]):
-            findings.append(Finding(where, f"the bot apologised ({found.group(0)!r}) in bot turn {index + 1} (at {_at(turn)}): {_clip(turn['text'], 160)!r}"))
+            findings.append(
+                Finding(
+                    where,
+                    f"the bot apologised ({found.group(0)!r}) in bot "
+                    f"turn {index + 1} (at {_at(turn)}): {_clip(turn['text'], 160)!r}",
+                )
+            )
             break
     for note in outcome.transcript.get("notes") or []:
         if note.get("note") == "error":
-            findings.append(Finding(where, f"the bridge reported an error at {_t(note.get('t'))}: {note.get('detail')}"))
+            findings.append(
+                Finding(where, f"the bridge reported an error at {_t(note.get('t'))}: {note.get('detail')}")
+            )
     return findings
 
 
@@ -162,7 +180,9 @@ def _no_apology(where: Where, outcome: CallOutcome) -> list[Finding]:
 def _matches(actual: Any, expected: Any) -> bool:
     """``expected`` is a subset of ``actual``: mappings key by key, text case-insensitively, numbers by value."""
     if isinstance(expected, Mapping):
-        return isinstance(actual, Mapping) and all(key in actual and _matches(actual[key], value) for key, value in expected.items())
+        return isinstance(actual, Mapping) and all(
+            key in actual and _matches(actual[key], value) for key, value in expected.items()
+        )
     if isinstance(expected, str) and isinstance(actual, str):
         return expected.strip().lower() == actual.strip().lower()
     if isinstance(expected, (int, float)) and not isinstance(expected, bool) and isinstance(actual, str):
@@ -181,16 +201,26 @@ def _tools(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
         if not matching:
             if named:
                 call = calls[named[0]]
-                problem = f"{wanted.name} was called at {_t(call.get('start'))} with {_args(call.get('input'))}, not with {_args(wanted.input)}"
+                problem = (
+                    f"{wanted.name} was called at {_t(call.get('start'))} "
+                    f"with {_args(call.get('input'))}, not with {_args(wanted.input)}"
+                )
             elif any(call["name"] == wanted.name for call in calls):
                 problem = f"{wanted.name} was called, but not after the tools before it in the list"
             else:
                 problem = f"{wanted.name} was never called"
-            findings.append(Finding(wanted.where, f"{problem} (tools called: {outcome.describe_tools()}){_brain_hint(outcome)}"))
+            findings.append(
+                Finding(wanted.where, f"{problem} (tools called: {outcome.describe_tools()}){_brain_hint(outcome)}")
+            )
             continue
         call = calls[matching[0]]
         if call.get("status") not in (None, "success"):
-            findings.append(Finding(wanted.where, f"{wanted.name} was called at {_t(call.get('start'))} but failed (status {call.get('status')})"))
+            findings.append(
+                Finding(
+                    wanted.where,
+                    f"{wanted.name} was called at {_t(call.get('start'))} but failed (status {call.get('status')})",
+                )
+            )
         position = matching[0] + 1
     return findings
 
@@ -200,7 +230,9 @@ def _no_tools(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
     for name, where in expect.no_tools:
         used = [call for call in outcome.tool_calls if call["name"] == name]
         if used:
-            findings.append(Finding(where, f"{name} was called at {_t(used[0].get('start'))} with {_args(used[0].get('input'))}"))
+            findings.append(
+                Finding(where, f"{name} was called at {_t(used[0].get('start'))} with {_args(used[0].get('input'))}")
+            )
     return findings
 
 
@@ -210,11 +242,25 @@ def _no_tools(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
 def _transfer(wanted: str | bool, where: Where, outcome: CallOutcome) -> list[Finding]:
     done = [note for note in outcome.transcript.get("notes") or [] if note.get("note") == "transfer"]
     if wanted is False:
-        return [Finding(where, f"the call was transferred to {done[0].get('detail')} at {_t(done[0].get('t'))}")] if done else []
+        return (
+            [Finding(where, f"the call was transferred to {done[0].get('detail')} at {_t(done[0].get('t'))}")]
+            if done
+            else []
+        )
     if not done:
         asked = [call for call in outcome.tool_calls if call["name"] == "transfer_call"]
-        hint = f"transfer_call was called at {_t(asked[0].get('start'))} but no transfer happened" if asked else "transfer_call was never called"
-        return [Finding(where, f"the call was not transferred ({hint}; call ended by {outcome.ended_by}: {outcome.end_reason}){_brain_hint(outcome)}")]
+        hint = (
+            f"transfer_call was called at {_t(asked[0].get('start'))} but no transfer happened"
+            if asked
+            else "transfer_call was never called"
+        )
+        return [
+            Finding(
+                where,
+                f"the call was not transferred ({hint}; call ended "
+                f"by {outcome.ended_by}: {outcome.end_reason}){_brain_hint(outcome)}",
+            )
+        ]
     destination = str(done[0].get("detail"))
     if isinstance(wanted, str) and destination != wanted:
         return [Finding(where, f"the call was transferred to {destination} at {_t(done[0].get('t'))}, not to {wanted}")]
@@ -226,14 +272,26 @@ def _hang_up(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
     if expect.hang_up_by is not None:
         wanted, where = expect.hang_up_by
         if outcome.ended_by != wanted:
-            findings.append(Finding(where, f"expected the {wanted} to end the call; it was ended by {outcome.ended_by} at {outcome.duration_s:.1f} s ({outcome.end_reason}){_brain_hint(outcome)}"))
+            findings.append(
+                Finding(
+                    where,
+                    f"expected the {wanted} to end the call; it was ended by {outcome.ended_by} "
+                    f"at {outcome.duration_s:.1f} s ({outcome.end_reason}){_brain_hint(outcome)}",
+                )
+            )
     if expect.hang_up_within_s is not None:
         limit, where = expect.hang_up_within_s
         heard = [turn for turn in outcome.bot_turns if turn.get("end") is not None]
         if heard:
             gap = outcome.duration_s - float(heard[-1]["end"])
             if gap > limit:
-                findings.append(Finding(where, f"the line closed {gap:.1f} s after the bot's last words ended (at {float(heard[-1]['end']):.1f} s); expected within {limit:g} s"))
+                findings.append(
+                    Finding(
+                        where,
+                        f"the line closed {gap:.1f} s after the bot's last words "
+                        f"ended (at {float(heard[-1]['end']):.1f} s); expected within {limit:g} s",
+                    )
+                )
     return findings
 
 
@@ -265,7 +323,12 @@ def barge_ins(outcome: CallOutcome) -> list[tuple[StepLog, float | None, float |
 def _first_clear_after(records: list[dict[str, Any]], t: float) -> float | None:
     for record in records:
         message = record.get("message")
-        if record.get("kind") == "twilio_out" and float(record.get("t", 0)) >= t and isinstance(message, dict) and message.get("event") == "clear":
+        if (
+            record.get("kind") == "twilio_out"
+            and float(record.get("t", 0)) >= t
+            and isinstance(message, dict)
+            and message.get("event") == "clear"
+        ):
             return float(record["t"])
     return None
 
@@ -277,7 +340,11 @@ def _stale_frames(records: list[dict[str, Any]], cleared: float) -> int:
         if float(record.get("t", 0)) <= cleared:
             continue
         event = record.get("event")
-        if record.get("kind") == "agent" and isinstance(event, dict) and event.get("type") in ("bidi_response_start", "bidi_audio_start"):
+        if (
+            record.get("kind") == "agent"
+            and isinstance(event, dict)
+            and event.get("type") in ("bidi_response_start", "bidi_audio_start")
+        ):
             break
         message = record.get("message")
         if record.get("kind") == "twilio_out" and isinstance(message, dict) and message.get("event") == "media":
@@ -292,22 +359,48 @@ def _barge_in(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
     where = (expect.clear_within_ms or (0, expect.nothing_stale))[1]
     attempts = barge_ins(outcome)
     if not attempts:
-        return [Finding(where, "no caller step talks over the bot (give one 'over_the_bot_ms'), so there is no barge-in to check")]
+        return [
+            Finding(
+                where,
+                "no caller step talks over the bot (give one 'over_the_bot_ms'), so there is no barge-in to check",
+            )
+        ]
     for step, spoke, cleared, stale in attempts:
-        label = f"caller step at {step.step.where} ({step.step.describe()})" if step.step.where else step.step.describe()
+        label = (
+            f"caller step at {step.step.where} ({step.step.describe()})" if step.step.where else step.step.describe()
+        )
         if step.waited_out:
-            findings.append(Finding(where, f"{label}: the bot was not talking when the caller meant to talk over it (waited {step.at:.1f} s into the call)"))
+            findings.append(
+                Finding(
+                    where,
+                    f"{label}: the bot was not talking when the caller "
+                    f"meant to talk over it (waited {step.at:.1f} s into the call)",
+                )
+            )
             continue
         if spoke is None:
             findings.append(Finding(where, f"{label}: the caller's speech never reached the bridge"))
             continue
         if cleared is None:
-            findings.append(Finding(where, f"{label}: the caller talked over the bot at {spoke:.2f} s and no clear was sent"))
+            findings.append(
+                Finding(where, f"{label}: the caller talked over the bot at {spoke:.2f} s and no clear was sent")
+            )
             continue
         if expect.clear_within_ms is not None and (cleared - spoke) * 1000 > expect.clear_within_ms[0]:
-            findings.append(Finding(expect.clear_within_ms[1], f"{label}: clear came {(cleared - spoke) * 1000:.0f} ms after the caller started talking at {spoke:.2f} s; expected within {expect.clear_within_ms[0]:g} ms"))
+            findings.append(
+                Finding(
+                    expect.clear_within_ms[1],
+                    f"{label}: clear came {(cleared - spoke) * 1000:.0f} ms after the caller "
+                    f"started talking at {spoke:.2f} s; expected within {expect.clear_within_ms[0]:g} ms",
+                )
+            )
         if expect.nothing_stale is not None and stale:
-            findings.append(Finding(expect.nothing_stale, f"{label}: {stale} frame(s) of the interrupted reply were sent after the clear at {cleared:.2f} s"))
+            findings.append(
+                Finding(
+                    expect.nothing_stale,
+                    f"{label}: {stale} frame(s) of the interrupted reply were sent after the clear at {cleared:.2f} s",
+                )
+            )
     return findings
 
 
@@ -320,25 +413,57 @@ def _latency(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
     figures = ", ".join(f"{value:.2f}" for value in latencies) or "none"
     wanted = [item for item in (expect.turn_latency_max_s, expect.latency_p50_max_s, expect.latency_max_s) if item]
     if wanted and not latencies:
-        return [Finding(wanted[0][1], "no response latency could be measured: the bot never answered after the caller spoke")]
+        return [
+            Finding(
+                wanted[0][1], "no response latency could be measured: the bot never answered after the caller spoke"
+            )
+        ]
     if expect.turn_latency_max_s is not None:
         limit, where = expect.turn_latency_max_s
         for index, value in enumerate(latencies):
             if value > limit:
-                findings.append(Finding(where, f"the bot took {value:.2f} s to answer caller turn {index + 1}; budget {limit:g} s (all: {figures} s)"))
+                findings.append(
+                    Finding(
+                        where,
+                        f"the bot took {value:.2f} s to answer caller "
+                        f"turn {index + 1}; budget {limit:g} s (all: {figures} s)",
+                    )
+                )
     if expect.latency_p50_max_s is not None and statistics.median(latencies) > expect.latency_p50_max_s[0]:
-        findings.append(Finding(expect.latency_p50_max_s[1], f"median response latency {statistics.median(latencies):.2f} s is over {expect.latency_p50_max_s[0]:g} s (all: {figures} s)"))
+        findings.append(
+            Finding(
+                expect.latency_p50_max_s[1],
+                f"median response latency {statistics.median(latencies):.2f} "
+                f"s is over {expect.latency_p50_max_s[0]:g} s (all: {figures} s)",
+            )
+        )
     if expect.latency_max_s is not None and max(latencies) > expect.latency_max_s[0]:
-        findings.append(Finding(expect.latency_max_s[1], f"slowest response {max(latencies):.2f} s is over {expect.latency_max_s[0]:g} s (all: {figures} s)"))
+        findings.append(
+            Finding(
+                expect.latency_max_s[1],
+                f"slowest response {max(latencies):.2f} s is over {expect.latency_max_s[0]:g} s (all: {figures} s)",
+            )
+        )
     return findings
 
 
 def _duration(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
     findings = []
     if expect.duration_max_s is not None and outcome.duration_s > expect.duration_max_s[0]:
-        findings.append(Finding(expect.duration_max_s[1], f"the call lasted {outcome.duration_s:.1f} s; expected at most {expect.duration_max_s[0]:g} s"))
+        findings.append(
+            Finding(
+                expect.duration_max_s[1],
+                f"the call lasted {outcome.duration_s:.1f} s; expected at most {expect.duration_max_s[0]:g} s",
+            )
+        )
     if expect.duration_min_s is not None and outcome.duration_s < expect.duration_min_s[0]:
-        findings.append(Finding(expect.duration_min_s[1], f"the call lasted {outcome.duration_s:.1f} s; expected at least {expect.duration_min_s[0]:g} s ({outcome.end_reason})"))
+        findings.append(
+            Finding(
+                expect.duration_min_s[1],
+                f"the call lasted {outcome.duration_s:.1f} s; expected "
+                f"at least {expect.duration_min_s[0]:g} s ({outcome.end_reason})",
+            )
+        )
     return findings
 
 
@@ -354,7 +479,7 @@ def resolve(spec: str) -> Any:
 
 
 async def run_check(check: Check, outcome: CallOutcome) -> str | None:
-    """Run a ``module:function(outcome, **with)``; a raised ``AssertionError`` (or a returned string / False) fails it."""
+    """Run ``module:function(outcome, **with)``; an ``AssertionError``, or a returned string or False, fails it."""
     try:
         function = resolve(check.function)
     except (ImportError, AttributeError) as error:
@@ -365,7 +490,8 @@ async def run_check(check: Check, outcome: CallOutcome) -> str | None:
         else:
             result = await asyncio.to_thread(function, outcome, **check.arguments)
     except AssertionError as error:
-        return f"{check.function}: {error or 'assertion failed'}"
+        first = str(error).split("\n", 1)[0]  # pytest's assertion rewriting appends its own explanation
+        return f"{check.function}: {first or 'assertion failed'}"
     except Exception as error:  # noqa: BLE001 - a user's check that crashes is a failed check, with its reason
         return f"{check.function} raised {type(error).__name__}: {error}"
     if result is False:

@@ -113,7 +113,9 @@ def expectations_from(transcript: dict[str, Any], recording: Recording) -> dict[
         says.append({"contains": _first_sentence(bots[-1]["text"])})
     if says:
         expect["bot_says"] = says
-    tools = [{"name": turn.get("name"), "input": turn.get("input") or {}} for turn in turns if turn.get("role") == "tool"]
+    tools = [
+        {"name": turn.get("name"), "input": turn.get("input") or {}} for turn in turns if turn.get("role") == "tool"
+    ]
     if tools:
         expect["tools"] = tools
     transfers = [note.get("detail") for note in transcript.get("notes") or [] if note.get("note") == "transfer"]

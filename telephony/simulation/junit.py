@@ -48,7 +48,10 @@ def _case(suite: ET.Element, result: ScenarioResult) -> None:
             [f"{result.passes} of {len(result.runs)} run(s) passed; {scenario.passes_needed} needed", *problems]
         )
     lines = [f"model: {result.model}"]
-    lines += [f"run {run.index}: {'pass' if run.passed else 'fail'} in {run.seconds:.1f} s, recording {run.recording}" for run in result.runs]
+    lines += [
+        f"run {run.index}: {'pass' if run.passed else 'fail'} in {run.seconds:.1f} s, recording {run.recording}"
+        for run in result.runs
+    ]
     ET.SubElement(case, "system-out").text = "\n".join(lines)
 
 

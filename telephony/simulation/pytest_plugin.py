@@ -11,7 +11,7 @@ Installed with voicebot (a ``pytest11`` entry point), so any project that depend
         call = await phone_call({                                   # ...or a scenario written inline
             "agent": "mybot:make_agent",
             "caller": [{"say": "Goodbye."}],
-            "brain": [{"on": "caller", "say": "Bye!", "then": [{"name": "end_conversation", "input": {"reason": "bye"}}]}],
+            "brain": [{"on": "caller", "say": "Bye!", "then": [{"name": "end_conversation", "input": {"reason": "x"}}]}],
             "expect": {"hang_up": {"by": "bot"}},
         })
         assert call.passed, call.report()
@@ -95,11 +95,15 @@ class PhoneCall:
 
         path = self._write(scenario) if isinstance(scenario, dict) else Path(scenario)
         loaded = load_scenario(path)
-        options = RunOptions(agent=agent, real_model=real_model, out=self.root / "recordings", workdirs=self.root / "work")
+        options = RunOptions(
+            agent=agent, real_model=real_model, out=self.root / "recordings", workdirs=self.root / "work"
+        )
         result = await ScenarioRunner(load_settings(dotenv=None), options).run_scenario(loaded)
         return PhoneCallResult(result)
 
-    def run(self, scenario: str | Path | dict[str, Any], agent: str | None = None, real_model: bool = False) -> PhoneCallResult:
+    def run(
+        self, scenario: str | Path | dict[str, Any], agent: str | None = None, real_model: bool = False
+    ) -> PhoneCallResult:
         """The same, from a test that is not async."""
         return asyncio.run(self(scenario, agent, real_model))
 

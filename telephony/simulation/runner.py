@@ -167,7 +167,7 @@ class ScenarioRunner:
         workdir = Path(tempfile.mkdtemp(prefix="voicebot-scenario-", dir=keep))
         try:
             await self._run(scenario, run, workdir)
-        except Exception as error:  # noqa: BLE001 - a crashing run is a failed run, reported with its cause
+        except Exception as error:  # a crashing run is a failed run, reported with its cause
             log.debug("scenario %s crashed", scenario.name, exc_info=True)
             run.error = f"the run failed: {type(error).__name__}: {error}"
         finally:
@@ -196,7 +196,10 @@ class ScenarioRunner:
         run.findings = await evaluate(scenario.expect, outcome, self._judge())
         if call.timed_out:
             last = outcome.steps[-1].step.describe() if outcome.steps else "before its first step"
-            run.findings.insert(0, Finding(None, f"the call did not end within {scenario.timeout_s:g} s (the caller's last step: {last})"))
+            run.findings.insert(
+                0,
+                Finding(None, f"the call did not end within {scenario.timeout_s:g} s (the caller's last step: {last})"),
+            )
 
     def _judge(self) -> Judge:
         if self.options.text_model:
@@ -223,7 +226,9 @@ class ScenarioRunner:
             prewarm=self.settings.prewarm and not scenario.parameters,  # a pre-warmed agent never sees them
         )
 
-    async def _call(self, scenario: Scenario, factory: AgentFactory, outcome: CallOutcome, run: RunResult) -> _Call | None:
+    async def _call(
+        self, scenario: Scenario, factory: AgentFactory, outcome: CallOutcome, run: RunResult
+    ) -> _Call | None:
         assert self._voice is not None
         scripted = uses_brain(scenario, self.options)
         models: list[Any] = []
@@ -251,9 +256,13 @@ class ScenarioRunner:
         rest = SimulatedCallControl()
         from telephony.app import create_app
 
-        app = create_app(self._settings(scenario), agent_factory=make_agent, call_control=rest, observers=[record, lambda _: tap])
+        app = create_app(
+            self._settings(scenario), agent_factory=make_agent, call_control=rest, observers=[record, lambda _: tap]
+        )
         sid = "CA" + secrets.token_hex(16)
-        form = twilio_form({"call_sid": sid, "account_sid": "AC" + "0" * 32, "from": scenario.call_from, "to": scenario.call_to})
+        form = twilio_form(
+            {"call_sid": sid, "account_sid": "AC" + "0" * 32, "from": scenario.call_from, "to": scenario.call_to}
+        )
         await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
         with stand_ins() if scripted else contextlib.nullcontext():
             async with serve_app(app) as base:
@@ -286,7 +295,14 @@ class ScenarioRunner:
         outcome.latencies = report.update().latencies
         outcome.steps = performer.log
         outcome.redirects = rest.redirects
-        outcome.brain_notes = [*getattr(getattr(models[-1], "brain", None), "unanswered", []), *getattr(getattr(models[-1], "brain", None), "missing", [])] if models else []
+        outcome.brain_notes = (
+            [
+                *getattr(getattr(models[-1], "brain", None), "unanswered", []),
+                *getattr(getattr(models[-1], "brain", None), "missing", []),
+            ]
+            if models
+            else []
+        )
         if not recorders or recorders[-1].folder is None:
             run.error = "the call never started: the bridge did not accept the stream (see the log)"
             return None
@@ -295,7 +311,9 @@ class ScenarioRunner:
         try:
             outcome.recording = folder
             outcome.records = (await asyncio.to_thread(Recording.load, folder)).records
-            outcome.transcript = json.loads(await asyncio.to_thread((folder / TRANSCRIPT_FILE).read_text, encoding="utf-8"))
+            outcome.transcript = json.loads(
+                await asyncio.to_thread((folder / TRANSCRIPT_FILE).read_text, encoding="utf-8")
+            )
         except (RecordingError, OSError, ValueError) as error:
             run.error = f"the call's recording in {folder} cannot be read: {error}"
             return None
@@ -356,7 +374,16 @@ def summary_table(results: list[ScenarioResult]) -> Iterator[str]:
         each = ", ".join(f"{run.seconds:.1f}" for run in result.runs)
         calls = ", ".join(f"{run.call_s:.1f}" for run in result.runs)
         needed = f" (need {result.scenario.passes_needed})" if result.scenario.runs > 1 else ""
-        rows.append((result.scenario.name, "PASS" if result.passed else "FAIL", f"{result.passes}/{len(result.runs)}{needed}", f"{each} s", f"{calls} s", result.model))
+        rows.append(
+            (
+                result.scenario.name,
+                "PASS" if result.passed else "FAIL",
+                f"{result.passes}/{len(result.runs)}{needed}",
+                f"{each} s",
+                f"{calls} s",
+                result.model,
+            )
+        )
     widths = [max(len(str(row[column])) for row in [headers, *rows]) for column in range(len(headers))]
     line = "  ".join(f"{{:<{width}}}" for width in widths)
     yield line.format(*headers)

@@ -67,7 +67,9 @@ class CallerStep:
 
     def describe(self) -> str:
         if self.kind == "say":
-            return f"says {self.text!r}" + (f" over the bot ({self.over_the_bot_ms} ms in)" if self.over_the_bot_ms else "")
+            return f"says {self.text!r}" + (
+                f" over the bot ({self.over_the_bot_ms} ms in)" if self.over_the_bot_ms else ""
+            )
         if self.kind == "play":
             return f"plays {self.audio.name if self.audio else '?'}"
         if self.kind == "press":
@@ -205,12 +207,16 @@ class _Parser:
 
     # --- typed getters ----------------------------------------------------------------------------
 
-    def mapping(self, value: Any, container: Any, key: str | int | None, name: str, allowed: list[str]) -> dict[str, Any]:
+    def mapping(
+        self, value: Any, container: Any, key: str | int | None, name: str, allowed: list[str]
+    ) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.fail(container, key, name, f"expected a mapping (key: value lines), got {_kind(value)}")
         for unknown in value:
             if unknown not in allowed:
-                raise self.fail(value, unknown, f"{name}.{unknown}", f"unknown field; expected one of {', '.join(allowed)}")
+                raise self.fail(
+                    value, unknown, f"{name}.{unknown}", f"unknown field; expected one of {', '.join(allowed)}"
+                )
         return value
 
     def sequence(self, value: Any, container: Any, key: str | int | None, name: str) -> list[Any]:
@@ -226,7 +232,9 @@ class _Parser:
             raise self.fail(container, key, f"{name}.{key}", f"expected text, got {_kind(value)}")
         return str(value)
 
-    def number(self, container: Any, key: str, name: str, default: float, low: float = 0.0, integer: bool = False) -> float:
+    def number(
+        self, container: Any, key: str, name: str, default: float, low: float = 0.0, integer: bool = False
+    ) -> float:
         value = container.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
             kind = "a whole number" if integer else "a number"
@@ -262,7 +270,10 @@ class _Parser:
         if "greeting" in top:
             scenario.greeting = self.text(top, "greeting", "scenario")
         self.call(top, scenario)
-        scenario.setup = [self.check(item, top["setup"], index, f"setup[{index}]") for index, item in enumerate(self.sequence(top.get("setup", []), top, "setup", "setup"))]
+        scenario.setup = [
+            self.check(item, top["setup"], index, f"setup[{index}]")
+            for index, item in enumerate(self.sequence(top.get("setup", []), top, "setup", "setup"))
+        ]
         self.caller(top, scenario)
         if "brain" in top:
             scenario.brain = self.brain(top["brain"], top)
@@ -271,7 +282,9 @@ class _Parser:
         scenario.runs = int(self.number(top, "runs", "scenario", 1, low=1, integer=True))
         threshold = self.number(top, "pass_threshold", "scenario", 1.0)
         if threshold > 1:
-            raise self.fail(top, "pass_threshold", "pass_threshold", "is the share of runs that must pass, 0 to 1 (e.g. 0.8)")
+            raise self.fail(
+                top, "pass_threshold", "pass_threshold", "is the share of runs that must pass, 0 to 1 (e.g. 0.8)"
+            )
         scenario.passes_needed = max(1, -(-round(threshold * scenario.runs * 1000) // 1000))
         scenario.timeout_s = self.number(top, "timeout_s", "scenario", 120.0, low=1.0)
         scenario.patience_s = self.number(top, "patience_s", "scenario", 10.0, low=0.5)
@@ -285,7 +298,9 @@ class _Parser:
         scenario.call_to = self.text(call, "to", "call", scenario.call_to)
         if "parameters" in call:
             parameters = call["parameters"]
-            if not isinstance(parameters, dict) or not all(isinstance(v, (str, int, float)) for v in parameters.values()):
+            if not isinstance(parameters, dict) or not all(
+                isinstance(v, (str, int, float)) for v in parameters.values()
+            ):
                 raise self.fail(call, "parameters", "call.parameters", "expected name: value pairs of text")
             scenario.parameters = {str(k): str(v) for k, v in parameters.items()}
 
@@ -320,7 +335,9 @@ class _Parser:
         where = self.where(steps, index, name)
         if item == "hang_up":
             return CallerStep("hang_up", where=where)
-        entry = self.mapping(item, steps, index, name, ["say", "play", "press", "silence_s", "hang_up", "over_the_bot_ms", "wait"])
+        entry = self.mapping(
+            item, steps, index, name, ["say", "play", "press", "silence_s", "hang_up", "over_the_bot_ms", "wait"]
+        )
         actions = [key for key in ("say", "play", "press", "silence_s", "hang_up") if key in entry]
         if len(actions) != 1:
             raise self.fail(steps, index, name, "needs exactly one of say, play, press, silence_s, hang_up")
@@ -328,7 +345,9 @@ class _Parser:
         over = entry.get("over_the_bot_ms")
         if over is not None:
             if actions[0] not in ("say", "play"):
-                raise self.fail(entry, "over_the_bot_ms", f"{name}.over_the_bot_ms", "only 'say' or 'play' can talk over the bot")
+                raise self.fail(
+                    entry, "over_the_bot_ms", f"{name}.over_the_bot_ms", "only 'say' or 'play' can talk over the bot"
+                )
             over = int(self.number(entry, "over_the_bot_ms", name, 0, integer=True))
         action = actions[0]
         if action == "say":
@@ -358,7 +377,9 @@ class _Parser:
         done_when = ""
         if "offline" in entry:
             offline = self.mapping(entry["offline"], entry, "offline", "caller.offline", ["replies", "done_when"])
-            for index, rule in enumerate(self.sequence(offline.get("replies", []), offline, "replies", "caller.offline.replies")):
+            for index, rule in enumerate(
+                self.sequence(offline.get("replies", []), offline, "replies", "caller.offline.replies")
+            ):
                 name = f"caller.offline.replies[{index}]"
                 rule = self.mapping(rule, offline["replies"], index, name, ["when", "say"])
                 rules.append((self.regex(rule, "when", name).pattern, self.text(rule, "say", name)))
@@ -395,12 +416,16 @@ class _Parser:
 
     def brain_turn(self, item: Any, turns: list[Any], index: int) -> BrainTurn:
         name = f"brain[{index}]"
-        entry = self.mapping(item, turns, index, name, ["on", "key", "contains", "heard", "tools", "say", "then", "if_unavailable"])
+        entry = self.mapping(
+            item, turns, index, name, ["on", "key", "contains", "heard", "tools", "say", "then", "if_unavailable"]
+        )
         on = self.text(entry, "on", name)
         if on not in TRIGGERS:
             raise self.fail(entry, "on", f"{name}.on", f"expected one of {', '.join(TRIGGERS)}, got {on!r}")
         if on == "text" and not entry.get("contains"):
-            raise self.fail(entry, "on", f"{name}.contains", "an 'on: text' turn needs 'contains:' (text the input holds)")
+            raise self.fail(
+                entry, "on", f"{name}.contains", "an 'on: text' turn needs 'contains:' (text the input holds)"
+            )
         if not any(key in entry for key in ("say", "tools", "then")):
             raise self.fail(turns, index, name, "does nothing: give it say, tools or then")
         return BrainTurn(
@@ -424,7 +449,9 @@ class _Parser:
             tool = self.mapping(item, entry[key], index, field_name, ["name", "input"])
             arguments = tool.get("input", {})
             if not isinstance(arguments, dict):
-                raise self.fail(tool, "input", f"{field_name}.input", "expected the tool's arguments (name: value lines)")
+                raise self.fail(
+                    tool, "input", f"{field_name}.input", "expected the tool's arguments (name: value lines)"
+                )
             steps.append(ToolStep(self.text(tool, "name", field_name), dict(arguments)))
         return tuple(steps)
 
@@ -440,7 +467,9 @@ class _Parser:
         expect = Expectations()
         for index, item in enumerate(self.sequence(entry.get("bot_says", []), entry, "bot_says", "expect.bot_says")):
             expect.says.append(self.said(item, entry["bot_says"], index, f"expect.bot_says[{index}]"))
-        for index, item in enumerate(self.sequence(entry.get("bot_never_says", []), entry, "bot_never_says", "expect.bot_never_says")):
+        for index, item in enumerate(
+            self.sequence(entry.get("bot_never_says", []), entry, "bot_never_says", "expect.bot_never_says")
+        ):
             expect.never_says.append(self.said(item, entry["bot_never_says"], index, f"expect.bot_never_says[{index}]"))
         if self.flag(entry, "no_apology", "expect", False):
             expect.no_apology = self.where(entry, "no_apology", "expect.no_apology")
@@ -452,7 +481,9 @@ class _Parser:
             arguments = tool.get("input", {})
             if not isinstance(arguments, dict):
                 raise self.fail(tool, "input", f"{name}.input", "expected the arguments to match (name: value lines)")
-            expect.tools.append(ToolExpectation(self.text(tool, "name", name), dict(arguments), self.where(entry["tools"], index, name)))
+            expect.tools.append(
+                ToolExpectation(self.text(tool, "name", name), dict(arguments), self.where(entry["tools"], index, name))
+            )
         expect.tools_in_order = self.flag(entry, "tools_in_order", "expect", True)
         if "tools" in entry:
             expect.tools_where = self.where(entry, "tools", "expect.tools")
@@ -471,11 +502,19 @@ class _Parser:
         if "duration" in entry:
             duration = self.mapping(entry["duration"], entry, "duration", "expect.duration", ["max_s", "min_s"])
             if "max_s" in duration:
-                expect.duration_max_s = (self.number(duration, "max_s", "expect.duration", 0), self.where(duration, "max_s", "expect.duration.max_s"))
+                expect.duration_max_s = (
+                    self.number(duration, "max_s", "expect.duration", 0),
+                    self.where(duration, "max_s", "expect.duration.max_s"),
+                )
             if "min_s" in duration:
-                expect.duration_min_s = (self.number(duration, "min_s", "expect.duration", 0), self.where(duration, "min_s", "expect.duration.min_s"))
+                expect.duration_min_s = (
+                    self.number(duration, "min_s", "expect.duration", 0),
+                    self.where(duration, "min_s", "expect.duration.min_s"),
+                )
         checks = self.sequence(entry.get("checks", []), entry, "checks", "expect.checks")
-        expect.checks = [self.check(item, checks, index, f"expect.checks[{index}]") for index, item in enumerate(checks)]
+        expect.checks = [
+            self.check(item, checks, index, f"expect.checks[{index}]") for index, item in enumerate(checks)
+        ]
         if "judge" in entry:
             self.judge(entry, expect)
         return expect
@@ -508,24 +547,42 @@ class _Parser:
                 raise self.fail(hang_up, "by", "expect.hang_up.by", f"expected bot, caller or server, got {by!r}")
             expect.hang_up_by = (by, self.where(hang_up, "by", "expect.hang_up.by"))
         if "within_s" in hang_up:
-            expect.hang_up_within_s = (self.number(hang_up, "within_s", "expect.hang_up", 0), self.where(hang_up, "within_s", "expect.hang_up.within_s"))
+            expect.hang_up_within_s = (
+                self.number(hang_up, "within_s", "expect.hang_up", 0),
+                self.where(hang_up, "within_s", "expect.hang_up.within_s"),
+            )
 
     def barge_in(self, entry: dict[str, Any], expect: Expectations) -> None:
         if "barge_in" not in entry:
             return
-        barge = self.mapping(entry["barge_in"], entry, "barge_in", "expect.barge_in", ["clear_within_ms", "nothing_stale"])
+        barge = self.mapping(
+            entry["barge_in"], entry, "barge_in", "expect.barge_in", ["clear_within_ms", "nothing_stale"]
+        )
         if "clear_within_ms" in barge:
-            expect.clear_within_ms = (self.number(barge, "clear_within_ms", "expect.barge_in", 0), self.where(barge, "clear_within_ms", "expect.barge_in.clear_within_ms"))
+            expect.clear_within_ms = (
+                self.number(barge, "clear_within_ms", "expect.barge_in", 0),
+                self.where(barge, "clear_within_ms", "expect.barge_in.clear_within_ms"),
+            )
         if self.flag(barge, "nothing_stale", "expect.barge_in", False):
             expect.nothing_stale = self.where(barge, "nothing_stale", "expect.barge_in.nothing_stale")
 
     def latency(self, entry: dict[str, Any], expect: Expectations) -> None:
         if "latency" not in entry:
             return
-        latency = self.mapping(entry["latency"], entry, "latency", "expect.latency", ["turn_max_s", "p50_max_s", "max_s"])
-        for key, attribute in (("turn_max_s", "turn_latency_max_s"), ("p50_max_s", "latency_p50_max_s"), ("max_s", "latency_max_s")):
+        latency = self.mapping(
+            entry["latency"], entry, "latency", "expect.latency", ["turn_max_s", "p50_max_s", "max_s"]
+        )
+        for key, attribute in (
+            ("turn_max_s", "turn_latency_max_s"),
+            ("p50_max_s", "latency_p50_max_s"),
+            ("max_s", "latency_max_s"),
+        ):
             if key in latency:
-                setattr(expect, attribute, (self.number(latency, key, "expect.latency", 0), self.where(latency, key, f"expect.latency.{key}")))
+                setattr(
+                    expect,
+                    attribute,
+                    (self.number(latency, key, "expect.latency", 0), self.where(latency, key, f"expect.latency.{key}")),
+                )
 
     def judge(self, entry: dict[str, Any], expect: Expectations) -> None:
         judge = self.mapping(entry["judge"], entry, "judge", "expect.judge", ["rubric"])

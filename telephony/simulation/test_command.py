@@ -35,7 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write the results as JUnit XML (for CI)")
     parser.add_argument(
-        "--out", type=Path, default=Path("recordings"), metavar="DIR",
+        "--out",
+        type=Path,
+        default=Path("recordings"),
+        metavar="DIR",
         help="where each run's recording goes (default ./recordings; open them with the console's calls page)",
     )
     parser.add_argument(
@@ -52,7 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "is the recording, the expectations are what happened; edit it, then run it",
     )
     parser.add_argument(
-        "--write", type=Path, metavar="FILE", help="with --from-recording: the scenario file to write (default: print it)"
+        "--write",
+        type=Path,
+        metavar="FILE",
+        help="with --from-recording: the scenario file to write (default: print it)",
     )
 
 
@@ -88,7 +94,8 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
 def _header(scenarios: list[Scenario], options: RunOptions, settings: Settings) -> str:
     scripted = sum(uses_brain(scenario, options) for scenario in scenarios)
     model = (
-        f"{scripted} on the scripted brain (no model account used), {len(scenarios) - scripted} on the agent's own model"
+        f"{scripted} on the scripted brain (no model account used), "
+        f"{len(scenarios) - scripted} on the agent's own model"
         if scripted
         else "all on the agent's own model"
     )
