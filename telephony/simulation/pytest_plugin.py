@@ -11,7 +11,9 @@ Installed with voicebot (a ``pytest11`` entry point), so any project that depend
         call = await phone_call({                                   # ...or a scenario written inline
             "agent": "mybot:make_agent",
             "caller": [{"say": "Goodbye."}],
-            "brain": [{"on": "caller", "say": "Bye!", "then": [{"name": "end_conversation", "input": {"reason": "x"}}]}],
+            "brain": [
+                {"on": "caller", "say": "Bye!", "then": [{"name": "end_conversation", "input": {"reason": "bye"}}]}
+            ],
             "expect": {"hang_up": {"by": "bot"}},
         })
         assert call.passed, call.report()
