@@ -17,6 +17,7 @@ import json
 import logging
 import secrets
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -34,7 +35,7 @@ from telephony.recording.transcript import TRANSCRIPT_FILE
 from telephony.simulation.caller import SimulatedCaller, answer
 from telephony.simulation.caller_script import CallerScript, Linger, play
 from telephony.simulation.demo import Voice
-from telephony.simulation.expectations import CallOutcome, Finding, evaluate, run_check
+from telephony.simulation.expectations import CallOutcome, Finding, barge_ins, evaluate, run_check
 from telephony.simulation.goal_caller import (
     CallerBrain,
     Judge,
@@ -91,6 +92,18 @@ class RunResult:
 
     def problems(self) -> list[str]:
         return [self.error] if self.error else [str(finding) for finding in self.findings]
+
+    def figures(self) -> str:
+        """Measured on this call: response latencies and barge-in reaction (for the progress line and JUnit)."""
+        if self.outcome is None:
+            return ""
+        parts = []
+        if latencies := self.outcome.latencies:
+            parts.append(f"latency median {statistics.median(latencies):.2f} s, max {max(latencies):.2f} s")
+        delays = [(cleared - spoke) * 1000 for _, spoke, cleared, _ in barge_ins(self.outcome) if spoke and cleared]
+        if delays:
+            parts.append("barge-in to clear " + ", ".join(f"{delay:.0f}" for delay in delays) + " ms")
+        return "; ".join(parts)
 
 
 @dataclass
@@ -362,8 +375,9 @@ def describe_model(model: Any) -> str:
 def progress_line(result: ScenarioResult) -> str:
     verdict = "PASS" if result.passed else "FAIL"
     runs = result.runs
-    counted = f"{result.passes}/{len(runs)} runs" if len(runs) > 1 else ""
-    return f"{verdict} {result.seconds:6.1f} s {counted}".rstrip()
+    counted = f"{result.passes}/{len(runs)} runs  " if len(runs) > 1 else ""
+    figures = runs[-1].figures() if runs else ""
+    return f"{verdict} {result.seconds:6.1f} s  {counted}{f'({figures})' if figures else ''}".rstrip()
 
 
 def summary_table(results: list[ScenarioResult]) -> Iterator[str]:
