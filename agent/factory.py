@@ -17,7 +17,10 @@ from .tools import end_conversation, time_limited, transfer_tool
 
 
 def create_agent(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
-    """A phone agent on the configured model, with the hang-up tool."""
+    """A phone agent on the configured model, with the hang-up tool (and the offline model's clock with it).
+
+    The server passes ``settings`` (its flags included); only a caller outside a server has them re-read.
+    """
     settings = settings or load_settings()
     prompt = settings.system_prompt or system_prompt(
         call.from_number, call.parameters.get("purpose", ""), can_transfer=bool(settings.transfer_to)
@@ -25,6 +28,10 @@ def create_agent(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
     tools = [end_conversation]
     if settings.transfer_to:
         tools.append(transfer_tool(settings.transfer_to))
+    if settings.model == "local":
+        from .offline.clock import current_time
+
+        tools.append(current_time)  # the offline script looks the time up with it (keypad 1, "what time is it")
     return BidiAgent(
         model=create_model(settings),
         tools=time_limited(tools, settings.tool_timeout_s),

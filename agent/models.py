@@ -27,7 +27,7 @@ def create_model(settings: Settings) -> BidiModel:
         return local_model(settings)
     model_id = settings.model_id or DEFAULT_MODEL_IDS[settings.model]
     if settings.model == "nova":
-        from strands.bidi.models import BedrockNovaSonicModel
+        from .bedrock_endpoint import BedrockNovaSonicModel
 
         audio: Any = {"input": {"sample_rate": NOVA_SAMPLE_RATE}, "output": {"sample_rate": NOVA_SAMPLE_RATE}}
         voice = settings.voice or "matthew"
@@ -53,3 +53,17 @@ def local_model(settings: Settings) -> BidiModel:
     from .offline import offline_model
 
     return offline_model(settings)
+
+
+def describe_model(settings: Settings) -> str:
+    """What calls will talk to, for the start-up log: model, model id, voice, and region (or "offline")."""
+    if settings.model == "local":
+        from .offline.synthesizer import BOT_VOICE
+
+        voice = settings.voice or BOT_VOICE.name
+        return f"model=local (offline: pocketsphinx + espeak-ng) voice={voice} region=offline"
+    model_id = settings.model_id or DEFAULT_MODEL_IDS[settings.model]
+    if settings.model == "nova":
+        return f"model=nova model_id={model_id} voice={settings.voice or 'matthew'} region={settings.aws_region}"
+    voice = settings.voice or ("alloy" if settings.model == "openai" else "(the model's default)")
+    return f"model={settings.model} model_id={model_id} voice={voice} region=(chosen by {settings.model})"

@@ -22,7 +22,7 @@ from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import FormData
 
-from telephony.bridge.agent_factory import AgentFactory, load_agent_factory
+from telephony.bridge.agent_factory import AgentFactory, load_agent_factory, with_settings
 from telephony.bridge.observer import ObserverFactory
 from telephony.bridge.prewarm import Prewarmer, callinfo_from_webhook
 from telephony.bridge.session import CallSession
@@ -76,7 +76,7 @@ def create_app(
     metrics: Metrics | None = None,
 ) -> FastAPI:
     """Build the app. Tests pass fakes for the agent factory and the REST client."""
-    factory = agent_factory or load_agent_factory(settings.agent)
+    factory = with_settings(agent_factory or load_agent_factory(settings.agent), settings)
     if call_control is None and settings.can_use_rest:
         assert settings.twilio_account_sid and settings.twilio_auth_token
         call_control = TwilioCallControl(settings.twilio_account_sid, settings.twilio_auth_token)

@@ -17,7 +17,7 @@ from twilio.base.exceptions import TwilioRestException
 from telephony.app import STREAM_PATH
 from telephony.bridge.agent_factory import AgentFactoryError, load_agent_factory
 from telephony.bridge.session import DIAL_PARAMETER
-from telephony.config import MODEL_PROVIDERS, ConfigError, Settings, load_settings, validate
+from telephony.config import DEFAULT_AGENT, MODEL_PROVIDERS, ConfigError, Settings, load_settings, validate
 from telephony.operations.logs import configure_logging
 from telephony.recording.recorder import record_dir_problem
 from telephony.simulation import replay, test_command
@@ -28,6 +28,7 @@ from telephony.twilio.security import PARAMETER_NAME, CallTokens, public_url_for
 
 log = logging.getLogger("voicebot")
 
+OFFLINE_AGENT = "agent.offline:create_agent"
 WS_MAX_MESSAGE_BYTES = 1024 * 1024
 """uvicorn's frame cap; the protocol layer enforces its own, smaller cap per message."""
 
@@ -232,6 +233,17 @@ def unsigned_refusal(settings: Settings, allow_unsigned: bool) -> str | None:
     )
 
 
+def agent_description(settings: Settings) -> str:
+    """The model calls will talk to, as the start-up log names it (the flags included)."""
+    from agent.models import describe_model
+
+    if settings.agent == DEFAULT_AGENT:
+        return describe_model(settings)
+    if settings.agent == OFFLINE_AGENT:
+        return describe_model(replace(settings, model="local"))
+    return f"the model {settings.agent} builds (VOICEBOT_MODEL and --model apply to the default agent only)"
+
+
 def run_demo_command(settings: Settings, args: argparse.Namespace) -> int:
     from telephony.simulation.demo import run_demo
 
@@ -266,6 +278,7 @@ def serve(settings: Settings, allow_unsigned: bool = False) -> int:
     setup_tracing()
     app = create_app(settings, agent_factory=factory)
     log.info("listening on http://%s:%d (agent %s)", settings.host, settings.port, settings.agent)
+    log.info("calls will use: %s", agent_description(settings))
     config = uvicorn.Config(
         app,
         host=settings.host,

@@ -24,6 +24,8 @@ from .fakes.model import ScriptedModel, Step
 from .fakes.rest import FakeCallControl
 from .fakes.twilio import FakeTwilioCall
 
+pytest_plugins = ["telephony.simulation.local_nova.pytest_plugin"]  # the `local_nova` fixture
+
 # boto3 must never probe the instance-metadata address; tests touch no network but loopback.
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 

@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from telephony.bridge.caller_speech import SpeechSpan
 from telephony.call_info import CallInfo
 from telephony.operations.logs import CallLog
 
@@ -39,6 +40,19 @@ class CallObserver(Protocol):
 
     async def call_ended(self, reason: str, ended_by: str) -> None:
         """The call is over; finish writing (the session awaits this, with a bound)."""
+
+
+class OptionalHooks(Protocol):
+    """Hooks an observer may also have; the session skips observers without them (older observers keep working)."""
+
+    def agent_info(self, info: dict[str, str]) -> None:
+        """The agent is built: ``name``, ``model`` (its class) and ``model_id``, for the calls page."""
+
+    def caller_speech(self, span: SpeechSpan) -> None:
+        """A stretch of caller speech has ended (timed on the stream's clock, see telephony.bridge.caller_speech)."""
+
+    def response_latency(self, seconds: float) -> None:
+        """The bot's answer went out this long after the caller's speech ended."""
 
 
 ObserverFactory = Callable[[CallInfo], CallObserver | None]
@@ -81,10 +95,13 @@ class Observers:
             self._early.append(text)
 
     def notify(self, hook: str, *args: Any) -> None:
-        """Call ``hook`` on every observer; one that raises is logged and dropped."""
+        """Call ``hook`` on every observer that has it; one that raises is logged and dropped."""
         for observer in list(self._observers):
+            method = getattr(observer, hook, None)
+            if method is None:
+                continue  # an optional hook (OptionalHooks) this observer does not take
             try:
-                getattr(observer, hook)(*args)
+                method(*args)
             except Exception as error:  # noqa: BLE001 - an observer never takes a call down
                 self._log.warning("observer %s dropped: %s raised %r", type(observer).__name__, hook, error)
                 self._observers.remove(observer)

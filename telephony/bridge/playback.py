@@ -207,6 +207,19 @@ class Playback:
         """Nothing queued, nothing unmarked sent, and every mark echoed: the caller heard it all."""
         return not self._queue and self._unmarked_frames == 0 and not self.pending_marks
 
+    @property
+    def unheard_seconds(self) -> float:
+        """About how much bot audio the caller has not heard yet: queued here, or sent and still playing.
+
+        0 when everything sent has played (every mark has come back): talking then costs the caller nothing,
+        so it is no barge-in. Otherwise frames still queued here plus Twilio's estimated playout (at least
+        one frame: the marks say something is still playing even if the estimate has run out).
+        """
+        if self.idle:
+            return 0.0
+        playing = max(self.playout_end - time.monotonic(), FRAME_SECONDS)
+        return self._queued_frames * FRAME_SECONDS + playing
+
     def is_pending(self, name: str) -> bool:
         record = self._marks.get(name)
         return record is not None and record.state is MarkState.PENDING

@@ -37,7 +37,8 @@ from strands.bidi.types import (
     BidiTranscriptBlockEvent,
 )
 
-from telephony.bridge.agent_factory import AgentFactory, build_agent
+from telephony.bridge.agent_factory import AgentFactory, agent_info, build_agent
+from telephony.bridge.caller_speech import CallerSpeech
 from telephony.bridge.inbound import InboundBuffer
 from telephony.bridge.model_guard import guard_model_stream
 from telephony.bridge.observer import ObserverFactory, Observers
@@ -87,7 +88,7 @@ class CallStats:
     frames_in: int = 0
     turns: int = 0
     turn_latencies: list[float] = field(default_factory=list)
-    """Seconds from the end of the caller's turn (the model's user transcript) to the bot's first audio."""
+    """Seconds from the end of the caller's speech (as the bridge heard it) to the bot's first audio sent."""
     barge_ins: int = 0
     bad_messages: int = 0
     foreign_messages: int = 0
@@ -150,7 +151,7 @@ class CallSession:
         self._hanging_up = False
         self._close_code = 1000
         self._clock: CallClock | None = None
-        self._user_turn_ended: float | None = None
+        self._speech = CallerSpeech()
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -240,6 +241,8 @@ class CallSession:
                     self._inbound.dropped_chunks if self._inbound else 0,
                     self.playback.frames_dropped if self.playback else 0,
                 )
+        if (span := self._speech.finish()) is not None:
+            self._observers.notify("caller_speech", span)
         await self._observers.close(self.stats.end_reason or "unknown", self.stats.ended_by or "unknown")
 
     async def _close_socket(self) -> None:
@@ -407,6 +410,8 @@ class CallSession:
         if media.track not in ("inbound", "inbound_track"):
             return
         self.stats.frames_in += 1
+        if (span := self._speech.frame(media.payload, media.timestamp, time.monotonic())) is not None:
+            self._observers.notify("caller_speech", span)
         if self._clock is not None:
             # The watchdog needs only a coarse "has the caller spoken": look at one frame in five.
             voiced = self.stats.frames_in % 5 == 0 and ulaw_level_dbfs(media.payload) > VOICE_LEVEL_DBFS
@@ -445,6 +450,7 @@ class CallSession:
             self.latency.add(measure, now - since)
             if measure == "turn":
                 self.stats.turn_latencies.append(now - since)
+                self._observers.notify("response_latency", now - since)
 
     # --- agent side --------------------------------------------------------------------------------
 
@@ -487,6 +493,7 @@ class CallSession:
     def _open_audio_paths(self, agent: BidiAgent) -> None:
         input_rate, output_rate = model_rates(agent)
         self._log.info("model audio | input=%d Hz output=%d Hz", input_rate, output_rate)
+        self._observers.notify("agent_info", agent_info(agent))
         self._observers.notify("model_audio", input_rate, output_rate)
         self._inbound_audio = InboundAudio(input_rate)
         self._outbound_audio = OutboundAudio(output_rate)
@@ -535,8 +542,6 @@ class CallSession:
             self._responding = False
         elif isinstance(event, BidiTranscriptBlockEvent):
             self._log.info("%s said: %s", "caller" if event.role == "user" else "bot", event.transcript)
-            if event.role == "user":
-                self._user_turn_ended = time.monotonic()
         elif isinstance(event, BidiToolUseBlocksEvent):
             self._log.info("tool calls: %s", ", ".join(use["name"] for use in event.tool_uses))
         elif isinstance(event, BidiConnectionRestartEvent):
@@ -562,9 +567,8 @@ class CallSession:
             self.stats.turns += 1
             if self.stats.turns == 1:
                 stamps.append(("start_to_first_audio", self.stats.started_at))
-            if self._user_turn_ended is not None:
-                stamps.append(("turn", self._user_turn_ended))
-                self._user_turn_ended = None
+            if (speech_ended := self._speech.answered(time.monotonic())) is not None:
+                stamps.append(("turn", speech_ended))
         self._current_audio = event.content_id
         self.playback.play(outbound.convert(pcm), utterance=event.content_id, stamps=tuple(stamps))
 
@@ -588,18 +592,26 @@ class CallSession:
         self.playback.end_utterance(content_id)
 
     def _on_barge_in(self) -> None:
-        """The caller spoke over the bot: silence it now and forget the rest of what it was saying."""
+        """The caller spoke over the bot: silence it now and forget the rest of what it was saying.
+
+        Only a barge-in if the caller lost bot audio (some was playing or queued); after the bot has been
+        heard in full, the model's report is a note and nothing is cleared."""
         assert self.playback is not None
         if self._failing:
             return
-        self.stats.barge_ins += 1
         if self._current_audio is not None:
             self._interrupted.add(self._current_audio)
-        dropped = self.playback.interrupt(stamps=(("barge_in_to_clear", time.monotonic()),))
         if self._outbound_audio is not None:
             self._outbound_audio.reset()
-        self._log.info("barge-in: clear sent, %d queued frames dropped", dropped)
-        self._observers.notify("note", "barge_in", f"{dropped} queued frames dropped")
+        unheard = self.playback.unheard_seconds
+        if unheard == 0:
+            self._log.info("the model reported a barge-in with nothing playing: nothing to clear")
+            self._observers.notify("note", "caller_spoke", "the model reported a barge-in; nothing was playing")
+            return
+        self.stats.barge_ins += 1
+        dropped = self.playback.interrupt(stamps=(("barge_in_to_clear", time.monotonic()),))
+        self._log.info("barge-in: clear sent, about %.2f s of bot audio unheard (%d frames unsent)", unheard, dropped)
+        self._observers.notify("note", "barge_in", f"about {unheard:.2f} s of bot audio unheard")
         if self._goodbye is not None:
             self._goodbye.cancel()
             self._goodbye = None
@@ -691,7 +703,8 @@ class CallSession:
 
     async def _apologise(self, reason: str) -> None:
         assert self.playback is not None
-        self.playback.interrupt()
+        if not self.playback.idle:
+            self.playback.interrupt()  # cut off whatever the bot was saying; nothing to clear if it was quiet
         self.playback.play(self._apology)
         name = self.playback.mark("apology")
         cap = len(self._apology) / 8000 + self._settings.hangup_mark_timeout_s

@@ -43,9 +43,9 @@ class ConsoleTicket:
     start_token: str
     events_key: str
 
-    def parameters(self) -> dict[str, str]:
+    def parameters(self, from_number: str = "console", to_number: str = "voicebot") -> dict[str, str]:
         """``start.customParameters`` for the page to send (the call token and the console marker)."""
-        return {"From": "console", "To": "voicebot", CONSOLE_PARAMETER: "1", PARAMETER_NAME: self.start_token}
+        return {"From": from_number, "To": to_number, CONSOLE_PARAMETER: "1", PARAMETER_NAME: self.start_token}
 
 
 class ConsoleAccess:

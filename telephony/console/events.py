@@ -2,8 +2,9 @@
 
 Twilio's protocol carries audio only; the page also shows the live transcript, barge-ins, tool calls
 and the hang-up. :class:`CallFeed` is a :class:`~telephony.bridge.observer.CallObserver` that turns the
-session's hooks into such events; :class:`ConsoleEvents` keeps one feed per console call (opened when
-the ticket is issued, so the page can subscribe before its stream starts) and hands it to subscribers.
+session's hooks into such events; :class:`ConsoleEvents` keeps one feed per call (a console call's is
+opened when its ticket is issued, so the page can subscribe before its stream starts; a Twilio call's
+when its stream starts) and hands it to subscribers: the softphone, and the calls page's live rows.
 
 The hooks run on the call's audio path: they only append to a bounded backlog and wake subscribers,
 who read it at their own pace (nothing on the call ever waits for a browser).
@@ -15,8 +16,10 @@ import asyncio
 import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
+from telephony.bridge.caller_speech import SpeechSpan
 from telephony.call_info import CallInfo
 
 BACKLOG = 2000
@@ -32,12 +35,18 @@ Event = dict[str, Any]
 class CallFeed:
     """One console call's events: a CallObserver on one side, any number of subscribers on the other."""
 
-    def __init__(self, call_sid: str, clock: Any = time.monotonic) -> None:
+    def __init__(self, call_sid: str, clock: Any = time.monotonic, console: bool = True) -> None:
         self.call_sid = call_sid
+        self.console = console
         self._clock = clock
         self.opened_at = clock()
         self.started_at: float | None = None
+        self.started_wall: str | None = None
         self.ended = False
+        self.call: CallInfo | None = None
+        self.agent: dict[str, str] = {}
+        self.counts = {"turns": 0, "tool_calls": 0, "barge_ins": 0}
+        self.end: dict[str, str] | None = None
         self._backlog: deque[Event] = deque(maxlen=BACKLOG)
         self._changed = asyncio.Event()
         self._transcripts: dict[str, str] = {}
@@ -56,8 +65,34 @@ class CallFeed:
 
     def start(self, call: CallInfo) -> CallFeed:
         self.started_at = self._clock()
-        self.publish("call_started", call_sid=call.call_sid, stream_sid=call.stream_sid)
+        self.started_wall = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        self.call = call
+        self.publish(
+            "call_started",
+            call_sid=call.call_sid,
+            stream_sid=call.stream_sid,
+            from_number=call.from_number,
+            to_number=call.to_number,
+        )
         return self
+
+    def summary(self) -> dict[str, Any]:
+        """A row of the calls page for this call while it lasts (and a little after)."""
+        call = self.call
+        return {
+            "call_sid": self.call_sid,
+            "started_at": self.started_wall,
+            "elapsed_s": round(self._clock() - self.started_at, 1) if self.started_at is not None else 0.0,
+            "from_number": call.from_number if call else None,
+            "to_number": call.to_number if call else None,
+            "console": self.console,
+            "agent": self.agent.get("name"),
+            "model": self.agent.get("model_id") or self.agent.get("model"),
+            "live": not self.ended,
+            "ended_by": (self.end or {}).get("by"),
+            "end_reason": (self.end or {}).get("reason"),
+            **self.counts,
+        }
 
     # --- CallObserver hooks (on the audio path: no work for audio) --------------------------------
 
@@ -74,6 +109,19 @@ class CallFeed:
         if isinstance(item, str):
             self.publish("agent_text", text=item)
 
+    def agent_info(self, info: dict[str, str]) -> None:
+        self.agent = dict(info)
+        self.publish("agent", **self.agent)
+
+    def caller_speech(self, span: SpeechSpan) -> None:
+        """Placed on this feed's clock by when its last frame arrived (the page shows feed times)."""
+        origin = self.started_at if self.started_at is not None else self.opened_at
+        end = span.ended_at + 0.02 - origin
+        self.publish("caller_speech", start=round(end - (span.end_s - span.start_s), 3), end=round(end, 3))
+
+    def response_latency(self, seconds: float) -> None:
+        self.publish("latency", seconds=round(seconds, 3))
+
     def agent_event(self, event: Any) -> None:
         kind = event.get("type") if isinstance(event, dict) else None
         if kind == "bidi_transcript_delta":
@@ -82,6 +130,7 @@ class CallFeed:
             self._transcript(event, str(event.get("transcript", "")), final=True)
         elif kind == "bidi_tool_use_blocks":
             for use in event.get("tool_uses") or []:
+                self.counts["tool_calls"] += 1
                 self.publish("tool_use", id=str(use.get("toolUseId")), name=use.get("name"), input=use.get("input"))
         elif kind == "tool_result":
             result = event.get("tool_result") or {}
@@ -93,6 +142,7 @@ class CallFeed:
 
     def note(self, kind: str, detail: str) -> None:
         if kind == "barge_in":
+            self.counts["barge_ins"] += 1
             self.publish("barge_in", detail=detail)
         elif kind == "hangup":
             self.publish("hangup", reason=detail)
@@ -104,6 +154,7 @@ class CallFeed:
 
     def finish(self, reason: str, ended_by: str) -> None:
         if not self.ended:
+            self.end = {"reason": reason, "by": ended_by}
             self.publish("ended", reason=reason, by=ended_by)
             self.ended = True
 
@@ -112,6 +163,7 @@ class CallFeed:
         role = "caller" if event.get("role") == "user" else "bot"
         if final:
             self._transcripts.pop(content_id, None)
+            self.counts["turns"] += 1
         else:
             text = self._transcripts.get(content_id, "") + text
             self._transcripts[content_id] = text
@@ -153,20 +205,27 @@ class ConsoleEvents:
         self._feeds: OrderedDict[str, CallFeed] = OrderedDict()
         self._max_feeds = max_feeds
 
-    def open(self, call_sid: str) -> CallFeed:
-        """A feed for a console call about to start (its ticket was just issued)."""
-        feed = self._feeds[call_sid] = CallFeed(call_sid)
+    def open(self, call_sid: str, console: bool = True) -> CallFeed:
+        """A feed for a call about to start (a console call's ticket was just issued, or a stream started)."""
+        feed = self._feeds[call_sid] = CallFeed(call_sid, console=console)
         while len(self._feeds) > self._max_feeds:
-            _, oldest = self._feeds.popitem(last=False)
-            oldest.finish("forgotten: too many console calls since", "unknown")
+            ended = next((sid for sid, old in self._feeds.items() if old.ended), None)
+            oldest = self._feeds.pop(ended) if ended is not None else self._feeds.popitem(last=False)[1]
+            oldest.finish("forgotten: too many calls since", "unknown")
         return feed
+
+    def recent(self) -> list[CallFeed]:
+        """Feeds of calls that have started, newest first."""
+        return [feed for feed in reversed(self._feeds.values()) if feed.started_at is not None]
 
     def feed(self, call_sid: str) -> CallFeed | None:
         return self._feeds.get(call_sid)
 
     def observer(self, call: CallInfo) -> CallFeed | None:
-        """ObserverFactory: the feed of a console call (Twilio calls have none)."""
+        """ObserverFactory: the feed of a console call, or a new one for a Twilio call (the calls page lists it)."""
         feed = self._feeds.get(call.call_sid)
-        if feed is None or feed.started_at is not None or feed.ended:
-            return None
+        if feed is None:
+            feed = self.open(call.call_sid, console=False)
+        elif feed.started_at is not None or feed.ended:
+            return None  # a second stream for the same call SID: its ticket (or feed) was used already
         return feed.start(call)

@@ -8,7 +8,9 @@ Off unless ``VOICEBOT_CONSOLE`` is on; then every route needs ``VOICEBOT_CONSOLE
 - ``POST /console/session``: a ticket for one call (call SID, tokens, stream and events URLs). It holds a
   line like ``/twiml`` does, so console calls count against ``VOICEBOT_MAX_CALLS``.
 - ``GET /console/events?call=…&key=…``: the call's transcript, barge-ins, tool calls and hang-up (SSE).
-- ``GET /console/calls`` and ``/console/api/calls[/{name}[/audio]]``: recorded calls (``VOICEBOT_RECORD_DIR``).
+- ``GET /console/calls`` and ``/console/api/calls[/{name}[/audio|/levels|/files/{file}]]``: calls in progress
+  (from the event feeds) and recorded calls (``VOICEBOT_RECORD_DIR``): transcript, audio, level strips, downloads.
+- ``GET /console/api/live/{call_sid}/events``: a call's live events for the calls page (operator only, no key).
 - ``GET /console/static/{file}``: the pages' scripts and styles (no build step, nothing from a CDN).
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from urllib.parse import urlencode
@@ -26,11 +29,11 @@ from fastapi.responses import FileResponse, JSONResponse, Response, StreamingRes
 
 from telephony.config import ConfigError, Settings
 from telephony.console.auth import CALL_QUERY, STREAM_TOKEN_QUERY, ConsoleAccess
-from telephony.console.events import ConsoleEvents
+from telephony.console.events import CallFeed, ConsoleEvents
 from telephony.operations.admission import Admission
 from telephony.operations.logs import CallLog
 from telephony.operations.metrics import Metrics
-from telephony.recording.call_library import CallLibrary
+from telephony.recording.call_library import DOWNLOADS, CallLibrary
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,8 @@ PAGE_HEADERS = {
 KEEPALIVE_S = 10.0
 """Quiet seconds between SSE comments: how soon a closed browser tab is noticed (writes fail)."""
 REALM = 'Basic realm="voicebot console", charset="UTF-8"'
+CALLER_ID = re.compile(r"[A-Za-z0-9+][A-Za-z0-9+:._@-]{0,39}")
+"""What a console call may give as its From or To: a number, a client: or sip: name (no spaces, no markup)."""
 
 
 class Console:
@@ -92,6 +97,11 @@ class Console:
         router.add_api_route("/api/calls", self._list_calls, methods=["GET"], dependencies=[operator])
         router.add_api_route("/api/calls/{name}", self._call_transcript, methods=["GET"], dependencies=[operator])
         router.add_api_route("/api/calls/{name}/audio", self._call_audio, methods=["GET"], dependencies=[operator])
+        router.add_api_route("/api/calls/{name}/levels", self._call_levels, methods=["GET"], dependencies=[operator])
+        router.add_api_route(
+            "/api/calls/{name}/files/{file_name}", self._call_file, methods=["GET"], dependencies=[operator]
+        )
+        router.add_api_route("/api/live/{call_sid}/events", self._live_events, methods=["GET"], dependencies=[operator])
         return router
 
     # --- access -----------------------------------------------------------------------------------
@@ -120,7 +130,11 @@ class Console:
 
     # --- one browser call -------------------------------------------------------------------------
 
-    async def _open_session(self) -> JSONResponse:
+    async def _open_session(self, request: Request) -> JSONResponse:
+        try:
+            caller_id = await self._caller_id(request)
+        except ValueError as error:
+            return JSONResponse({"error": str(error)}, status_code=400)
         ticket = self.access.issue()
         refusal = self._admission.reserve(ticket.call_sid)
         if refusal is not None:
@@ -138,16 +152,46 @@ class Console:
                 "streamSid": ticket.stream_sid,
                 "accountSid": "AC" + "0" * 32,
                 "stream": f"{self._stream_path}?{stream_query}",
-                "parameters": ticket.parameters(),
+                "parameters": ticket.parameters(**caller_id),
                 "events": f"/console/events?{events_query}",
             },
             headers={"Cache-Control": "no-store"},
         )
 
+    @staticmethod
+    async def _caller_id(request: Request) -> dict[str, str]:
+        """The From and To a console call pretends to have (optional JSON body), checked: they reach the agent."""
+        body = await request.body()
+        if not body.strip():
+            return {}
+        try:
+            fields = json.loads(body)
+        except ValueError:
+            raise ValueError('the request body must be JSON like {"from": "+15550100"}') from None
+        chosen = {}
+        for field in ("from", "to"):
+            value = str(fields.get(field) or "").strip() if isinstance(fields, dict) else ""
+            if value and not CALLER_ID.fullmatch(value):
+                raise ValueError(f"{field} must be a number like +15550100 or a name without spaces (40 at most)")
+            if value:
+                chosen[f"{field}_number"] = value
+        return chosen
+
     async def _event_stream(self, request: Request, call: str = "", key: str = "") -> Response:
         feed = self.events.feed(call)
         if feed is None or not self.access.events_allowed(call, key):
             return Response("unknown call or wrong key\n", status_code=404, media_type="text/plain")
+        return self._follow(request, feed)
+
+    async def _live_events(self, request: Request, call_sid: str) -> Response:
+        """The calls page follows a call in progress (the operator is logged in: no key needed)."""
+        feed = self.events.feed(call_sid)
+        if feed is None:
+            raise HTTPException(status_code=404, detail=f"no call {call_sid!r} in progress or just ended")
+        return self._follow(request, feed)
+
+    def _follow(self, request: Request, feed: CallFeed) -> Response:
+        """A feed as Server-Sent Events, from the event after ``Last-Event-ID``."""
         try:
             after = int(request.headers.get("last-event-id", "0"))
         except ValueError:
@@ -169,15 +213,20 @@ class Console:
     # --- recorded calls ---------------------------------------------------------------------------
 
     async def _list_calls(self) -> JSONResponse:
+        live = [feed.summary() for feed in self.events.recent()]
         if self.library is None:
-            return JSONResponse({"recording": False, "calls": []})
+            return JSONResponse({"recording": False, "calls": [], "live": live}, headers={"Cache-Control": "no-store"})
         calls = await asyncio.to_thread(self.library.recent)
-        return JSONResponse({"recording": True, "calls": [call.to_json() for call in calls]})
+        body = {"recording": True, "calls": [call.to_json() for call in calls], "live": live}
+        return JSONResponse(body, headers={"Cache-Control": "no-store"})
 
     async def _call_transcript(self, name: str) -> JSONResponse:
         transcript = await asyncio.to_thread(self._library().transcript, name)
         if transcript is None:
-            raise HTTPException(status_code=404, detail=f"no finished recording named {name!r}")
+            raise HTTPException(
+                status_code=404,
+                detail=f"{name!r} has no transcript: the call is still going on, or its recording was cut short",
+            )
         return JSONResponse(transcript)
 
     async def _call_audio(self, name: str) -> Response:
@@ -185,6 +234,19 @@ class Console:
         if path is None:
             raise HTTPException(status_code=404, detail=f"no call.wav for {name!r}")
         return FileResponse(path, media_type="audio/wav")
+
+    async def _call_levels(self, name: str) -> JSONResponse:
+        levels = await asyncio.to_thread(self._library().levels, name)
+        if levels is None:
+            raise HTTPException(status_code=404, detail=f"no caller.wav and bot.wav for {name!r}")
+        return JSONResponse(levels)
+
+    async def _call_file(self, name: str, file_name: str) -> Response:
+        path = await asyncio.to_thread(self._library().file, name, file_name)
+        if path is None:
+            raise HTTPException(status_code=404, detail=f"{name!r} has no {file_name!r} to download")
+        media_type = DOWNLOADS[file_name]
+        return FileResponse(path, media_type=media_type, filename=f"{name}-{file_name}")
 
     def _library(self) -> CallLibrary:
         if self.library is None:

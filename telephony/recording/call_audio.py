@@ -155,6 +155,10 @@ class CallAudio:
         self._bot.truncate(round(at * TWILIO_RATE))
         self._play_end = at
 
+    def caller_time(self, stream_s: float) -> float:
+        """Where a moment of the stream's clock (Twilio's media ``timestamp``, in seconds) is in the WAVs."""
+        return stream_s + (self._offset or 0.0)
+
     # --- rendering -------------------------------------------------------------------------------
 
     @property

@@ -10,16 +10,31 @@ from __future__ import annotations
 
 import json
 import re
+import wave
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from telephony.recording.call_audio import BOT_WAV, CALLER_WAV
 from telephony.recording.format import EVENTS_FILE
 from telephony.recording.transcript import TRANSCRIPT_FILE
 
 CALL_AUDIO = "call.wav"
 """Stereo: caller left, bot right (the page's player plays it)."""
 MAX_LISTED = 200
+DOWNLOADS = {
+    CALL_AUDIO: "audio/wav",
+    CALLER_WAV: "audio/wav",
+    BOT_WAV: "audio/wav",
+    EVENTS_FILE: "application/x-ndjson",
+    TRANSCRIPT_FILE: "application/json",
+}
+"""The files of a recording the console offers, and their types (nothing else in a folder is served)."""
+LEVELS_PER_S = 20
+"""Points per second in a level strip (50 ms each)."""
+SILENT_DBFS = -60.0
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
@@ -38,6 +53,10 @@ class CallSummary:
     end_reason: str | None
     from_number: str | None
     to_number: str | None
+    agent: str | None
+    model: str | None
+    files: list[str]
+    """Which of ``DOWNLOADS`` the folder holds."""
     has_audio: bool
     complete: bool
     """False while the call is still being recorded, or if the recorder stopped before finishing."""
@@ -84,10 +103,27 @@ class CallLibrary:
         return {**transcript, "summary": summarise(name, folder).to_json()}
 
     def audio(self, name: str) -> Path | None:
+        return self.file(name, CALL_AUDIO)
+
+    def file(self, name: str, file_name: str) -> Path | None:
+        """One of a recording's ``DOWNLOADS``, or None (unknown recording, file not offered or not there)."""
         folder = self.folder(name)
-        if folder is None or not (folder / CALL_AUDIO).is_file():
+        if folder is None or file_name not in DOWNLOADS or not (folder / file_name).is_file():
             return None
-        return folder / CALL_AUDIO
+        return folder / file_name
+
+    def find(self, call_sid: str) -> str | None:
+        """The newest recording of ``call_sid`` (folders end with it), or None."""
+        names = self.root.glob(f"*-{re.sub(r'[^A-Za-z0-9_-]', '_', call_sid)}*") if self.root.is_dir() else []
+        found = sorted((path.name for path in names if self.folder(path.name) is not None), reverse=True)
+        return found[0] if found else None
+
+    def levels(self, name: str) -> dict[str, Any] | None:
+        """Both sides' loudness, ``LEVELS_PER_S`` points a second, 0 (silent) to 1 (full scale): the level strips."""
+        caller, bot = self.file(name, CALLER_WAV), self.file(name, BOT_WAV)
+        if caller is None or bot is None:
+            return None
+        return {"per_s": LEVELS_PER_S, "caller": _levels(caller), "bot": _levels(bot)}
 
 
 def summarise(name: str, folder: Path) -> CallSummary:
@@ -109,6 +145,9 @@ def summarise(name: str, folder: Path) -> CallSummary:
         end_reason=ended.get("reason"),
         from_number=call.get("from"),
         to_number=call.get("to"),
+        agent=(head.get("agent") or {}).get("name"),
+        model=(head.get("agent") or {}).get("model_id") or (head.get("agent") or {}).get("model"),
+        files=[file_name for file_name in DOWNLOADS if (folder / file_name).is_file()],
         has_audio=(folder / CALL_AUDIO).is_file(),
         complete=bool(transcript),
     )
@@ -129,3 +168,19 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def _levels(path: Path) -> list[float]:
+    """RMS level per 50 ms of a mono 16-bit WAV, mapped from -60..0 dBFS to 0..1, read a minute at a time."""
+    levels: list[float] = []
+    with wave.open(str(path), "rb") as source:
+        window = source.getframerate() // LEVELS_PER_S
+        while chunk := source.readframes(window * LEVELS_PER_S * 60):
+            samples = np.frombuffer(chunk, dtype="<i2").astype(np.float64)
+            count = len(samples) // window
+            if count == 0:
+                break
+            rms = np.sqrt(np.mean(samples[: count * window].reshape(count, window) ** 2, axis=1)) / 32768
+            dbfs = 20 * np.log10(np.maximum(rms, 1e-9))
+            levels.extend(np.round(np.clip(1 - dbfs / SILENT_DBFS, 0, 1), 3).tolist())
+    return levels

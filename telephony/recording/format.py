@@ -5,10 +5,11 @@ The first line is a header::
     {"format": "voicebot-recording", "version": 1, "started_at": "2025-01-31T09:15:02.120Z",
      "call": {"call_sid": "CA…", "stream_sid": "MZ…", "account_sid": "AC…", "from": "+1…", "to": "+1…",
               "parameters": {…}},
-     "model": {"input_rate": 16000, "output_rate": 16000, "frames_before_model": 2}}
+     "model": {"input_rate": 16000, "output_rate": 16000, "frames_before_model": 2},
+     "agent": {"name": "voicebot", "model": "BedrockNovaSonicModel", "model_id": "amazon.nova-2-5-sonic"}}
 
-(``model`` is null when the agent was never built; ``frames_before_model`` counts the caller frames that
-arrived before it was, which the bridge drops). Every other line has ``t``, seconds since the
+(``model`` and ``agent`` are null when the agent was never built; ``frames_before_model`` counts the caller
+frames that arrived before it was, which the bridge drops). Every other line has ``t``, seconds since the
 stream started (monotonic clock), and a ``kind``:
 
 - ``twilio_in``: ``message``, a message Twilio sent to the bridge (``raw`` instead when it was not JSON);
@@ -18,6 +19,8 @@ stream started (monotonic clock), and a ``kind``:
   ``texts`` and ``tool_results`` counts), which is what lets the replay model re-time it;
 - ``agent_text``: ``text``, a text input handed to the agent (greeting, keypress note);
 - ``note``: ``note`` and ``detail``, something the bridge decided (``barge_in``, ``hangup``, ``error``…);
+- ``caller_speech``: ``start`` and ``end``, a stretch of caller speech as the bridge heard it, in seconds of
+  the stream's own clock (Twilio's media ``timestamp``; see :mod:`telephony.bridge.caller_speech`);
 - ``end``: ``reason``, ``ended_by`` and ``input`` (all the model had been given), the last line of a
   complete recording.
 
@@ -44,7 +47,11 @@ class RecordingError(ValueError):
 
 
 def header(
-    call: CallInfo, started_at: str, rates: tuple[int, int] | None, frames_before_model: int = 0
+    call: CallInfo,
+    started_at: str,
+    rates: tuple[int, int] | None,
+    frames_before_model: int = 0,
+    agent: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The first line of ``events.jsonl``."""
     model = None
@@ -63,6 +70,7 @@ def header(
             "parameters": call.parameters,
         },
         "model": model,
+        "agent": agent if rates is not None else None,
     }
 
 

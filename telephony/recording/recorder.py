@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from telephony.bridge.caller_speech import SpeechSpan
 from telephony.bridge.observer import ObserverFactory
 from telephony.call_info import CallInfo
 from telephony.operations.logs import CallLog
@@ -110,6 +111,12 @@ class CallRecorder:
     def note(self, kind: str, detail: str) -> None:
         self._put(("note", time.monotonic() - self._t0, (kind, detail)))
 
+    def agent_info(self, info: dict[str, str]) -> None:
+        self._put(("agent_info", 0.0, dict(info)))
+
+    def caller_speech(self, span: SpeechSpan) -> None:
+        self._put(("caller_speech", time.monotonic() - self._t0, (span.start_s, span.end_s)))
+
     async def call_ended(self, reason: str, ended_by: str) -> None:
         """Queue the last line and wait (off the loop) for the writer to finish the files."""
         given = (self._audio_bytes, self._texts, self._tool_results)
@@ -181,9 +188,13 @@ class _Writer:
         self.frames_before_model = 0
         self.transcript = TranscriptBuilder(CallAudio(folder))
         self.end: dict[str, Any] | None = None
+        self.agent: dict[str, str] | None = None
 
     def take(self, kind: str, at: float, data: Any) -> bool:
         """Write one queued item; True once the call has ended."""
+        if kind == "agent_info":
+            self.agent = data
+            return False
         if kind == "rates":
             self.input_rate = data[0]
             self._write_header(data)
@@ -204,6 +215,8 @@ class _Writer:
             record["text"] = data
         elif kind == "note":
             record["note"], record["detail"] = data
+        elif kind == "caller_speech":
+            record["start"], record["end"] = data
         elif kind == "end":
             record["reason"], record["ended_by"] = data[0], data[1]
             if len(data) > 2:
@@ -222,7 +235,7 @@ class _Writer:
     def _write_header(self, rates: tuple[int, int] | None) -> None:
         if self.header is not None:
             return
-        self.header = header(self.call, self.started_at, rates, self.frames_before_model)
+        self.header = header(self.call, self.started_at, rates, self.frames_before_model, self.agent)
         self.file.write(encode_line(self.header))
         for record in self.pending:
             self._write(record)

@@ -2,10 +2,15 @@
 
 - A **bot** turn is one model response (``bidi_response_start``; the first audio starts one if the model
   sends none). Its text is the assistant transcript; ``start``/``end`` are when the caller *heard* its
-  first and last audio (Twilio's player modelled as in :mod:`telephony.recording.call_audio`); ``interrupted``
-  says a ``clear`` cut it short.
-- A **caller** turn is one user transcript from the model; ``start``/``end`` are when the model reported
-  it (speech recognisers report after the words, so these trail the audio).
+  first and last audio (Twilio's player modelled as in :mod:`telephony.recording.call_audio`); ``sent_s``
+  is how much audio went out for it and ``heard_s`` how much the caller heard; ``interrupted`` says a
+  ``clear`` cut it short. ``latency_s``: from the end of the caller's speech it answers to its first
+  audio heard (only for the first bot turn after a caller turn, and only when it started after the caller
+  stopped).
+- A **caller** turn is one user transcript from the model, placed on the caller's speech as the bridge
+  heard it (``caller_speech`` records): ``start``/``end`` are where the words are in ``caller.wav``, and
+  ``recognised_at`` is when the model reported them. Without such records (older recordings), ``start``
+  and ``end`` are when the model reported the words, which trails the audio.
 - A **tool** turn is one tool call: name, input, status, from the model's request to the tool's result.
 
 Barge-ins, hang-ups and errors the bridge noted are listed with their times.
@@ -20,6 +25,8 @@ from telephony.codec import TWILIO_RATE
 from telephony.recording.call_audio import CallAudio
 
 TRANSCRIPT_FILE = "transcript.json"
+JOIN_SPEECH_S = 1.0
+"""Speech spans this close together that the model reported as one utterance make one caller turn."""
 
 
 @dataclass
@@ -48,6 +55,8 @@ class TranscriptBuilder:
     _tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     _last_t: float = 0.0
     _order: int = 0
+    _speech: list[tuple[float, float]] = field(default_factory=list)
+    """Caller speech spans as the bridge heard them, on the stream's clock (mapped onto the call's at the end)."""
 
     def add(self, record: dict[str, Any]) -> None:
         at = float(record.get("t", 0.0))
@@ -66,6 +75,11 @@ class TranscriptBuilder:
             self.audio.add(record, turn.tag if turn is not None else None)
         elif kind == "twilio_in":
             self.audio.add(record)
+        elif kind == "caller_speech":
+            try:
+                self._speech.append((float(record["start"]), float(record["end"])))
+            except (KeyError, TypeError, ValueError):
+                pass  # a malformed line: the caller turn keeps the model's timing
 
     def _bot_turn(self, at: float) -> _BotTurn:
         self._current = _BotTurn(tag=len(self.bots), created=at, order=self._next_order())
@@ -106,7 +120,7 @@ class TranscriptBuilder:
             (self._current or self._bot_turn(at)).text.append(text)
             return
         start = self._transcript_starts.get(str(event.get("content_id")), at)
-        turn = {"role": "caller", "text": text, "start": round(start, 3), "end": round(at, 3)}
+        turn = {"role": "caller", "text": text, "start": round(start, 3), "end": round(at, 3), "recognised_at": at}
         self.others.append(turn | {"_order": self._next_order()})
 
     def _on_note(self, at: float, note: str, detail: str) -> None:
@@ -116,6 +130,7 @@ class TranscriptBuilder:
 
     def build(self, header: dict[str, Any], end: dict[str, Any] | None) -> dict[str, Any]:
         turns = [self._bot_dict(turn) for turn in self.bots if turn.sent_frames or turn.text]
+        self._place_on_speech([other for other in self.others if other["role"] == "caller"])
         for other in self.others:
             turns.append({key: round(value, 3) if isinstance(value, float) else value for key, value in other.items()})
         # By start time; a tie (same millisecond) keeps the order things happened in.
@@ -123,6 +138,9 @@ class TranscriptBuilder:
         for turn in turns:
             turn.pop("_created", None)
             turn.pop("_order", None)
+        add_latencies(turns)
+        for turn in turns:
+            turn.pop("_untimed", None)
         return {
             "call_sid": (header.get("call") or {}).get("call_sid"),
             "started_at": header.get("started_at"),
@@ -133,6 +151,23 @@ class TranscriptBuilder:
             "notes": [note for note in self.notes if note["note"] != "barge_in"],
         }
 
+    def _place_on_speech(self, callers: list[dict[str, Any]]) -> None:
+        """Move each caller turn onto the speech it transcribes: the latest unclaimed spans begun before it was
+        recognised (joined when close together). Spans nobody transcribed (a cough) stay out."""
+        spans = [(self.audio.caller_time(start), self.audio.caller_time(end)) for start, end in self._speech]
+        claimed = [False] * len(spans)
+        for turn in sorted(callers, key=lambda caller: caller["recognised_at"]):
+            chosen = [i for i, (start, _) in enumerate(spans) if not claimed[i] and start <= turn["recognised_at"]]
+            if not chosen:
+                turn["_untimed"] = bool(spans)  # the bridge heard no speech for it: its end is no time to answer from
+                continue
+            first = last = chosen[-1]
+            while first - 1 in chosen and spans[first][0] - spans[first - 1][1] <= JOIN_SPEECH_S:
+                first -= 1
+            for index in range(first, last + 1):
+                claimed[index] = True
+            turn["start"], turn["end"] = round(spans[first][0], 3), round(spans[last][1], 3)
+
     def _bot_dict(self, turn: _BotTurn) -> dict[str, Any]:
         heard = [played for played in self.audio.bot if played.tag == turn.tag and played.samples]
         heard_s = sum(played.samples for played in heard) / TWILIO_RATE
@@ -142,8 +177,25 @@ class TranscriptBuilder:
             "text": " ".join(turn.text),
             "start": round(heard[0].start, 3) if heard else None,
             "end": round(heard[-1].end, 3) if heard else None,
+            "sent_s": round(sent_s, 3),
             "heard_s": round(heard_s, 3),
             "interrupted": heard_s < sent_s - 0.0201,
             "_created": turn.created,
             "_order": turn.order,
         }
+
+
+def add_latencies(turns: list[dict[str, Any]]) -> None:
+    """``latency_s`` on each bot turn that answers a caller turn: end of the caller's speech to first audio heard.
+
+    ``turns`` are in start order. Only the first bot turn heard after the caller stopped counts, and only if
+    the caller did not speak again in between (what the replay report and the demo measure too).
+    """
+    last_caller_end: float | None = None
+    for turn in turns:
+        if turn["role"] == "caller" and isinstance(turn.get("end"), float | int) and not turn.get("_untimed"):
+            last_caller_end = float(turn["end"])
+        elif turn["role"] == "bot" and isinstance(turn.get("start"), float | int) and last_caller_end is not None:
+            if turn["start"] >= last_caller_end:
+                turn["latency_s"] = round(turn["start"] - last_caller_end, 3)
+            last_caller_end = None

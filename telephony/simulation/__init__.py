@@ -1,2 +1,2 @@
 """Calls without a phone: the simulated caller, caller scripts, replays and their reports, the demo,
-a loopback server."""
+a loopback server, and a local Nova Sonic (local_nova/)."""

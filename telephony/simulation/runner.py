@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agent.scripted import ScriptedBrainModel, stand_ins
-from telephony.bridge.agent_factory import AgentFactory, build_agent, load_agent_factory
+from telephony.bridge.agent_factory import AgentFactory, build_agent, load_agent_factory, with_settings
 from telephony.call_info import CallInfo
 from telephony.config import Settings
 from telephony.recording.format import Recording, RecordingError
@@ -246,6 +246,9 @@ class ScenarioRunner:
         scripted = uses_brain(scenario, self.options)
         models: list[Any] = []
 
+        settings = self._settings(scenario)
+        factory = with_settings(factory, settings)  # a factory taking `settings` gets the run's (flags included)
+
         async def make_agent(call: CallInfo) -> Any:
             agent = await build_agent(factory, call)
             built = agent.model
@@ -269,9 +272,7 @@ class ScenarioRunner:
         rest = SimulatedCallControl()
         from telephony.app import create_app
 
-        app = create_app(
-            self._settings(scenario), agent_factory=make_agent, call_control=rest, observers=[record, lambda _: tap]
-        )
+        app = create_app(settings, agent_factory=make_agent, call_control=rest, observers=[record, lambda _: tap])
         sid = "CA" + secrets.token_hex(16)
         form = twilio_form(
             {"call_sid": sid, "account_sid": "AC" + "0" * 32, "from": scenario.call_from, "to": scenario.call_to}

@@ -19,7 +19,7 @@ from telephony.call_info import CallInfo
 from telephony.config import ConfigError, Settings, load_settings
 from telephony.console.auth import ConsoleAccess
 from telephony.console.events import BACKLOG, CallFeed
-from telephony.recording.call_library import CallLibrary
+from telephony.recording.call_library import DOWNLOADS, CallLibrary
 from telephony.simulation.caller import SimulatedCaller
 
 from ..conftest import TEST_SETTINGS, harness
@@ -70,11 +70,13 @@ def console_caller(base: str, ticket: dict[str, Any], **overrides: Any) -> Simul
     return SimulatedCaller(**{**values, **overrides})
 
 
-async def read_events(base: str, path: str, timeout: float = 10.0) -> list[dict[str, Any]]:
+async def read_events(
+    base: str, path: str, timeout: float = 10.0, headers: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     """The SSE feed until the server closes it (the call ended)."""
     events = []
     async with (
-        httpx.AsyncClient(base_url=f"http://{base}", timeout=timeout) as client,
+        httpx.AsyncClient(base_url=f"http://{base}", timeout=timeout, headers=headers) as client,
         client.stream("GET", path) as response,
     ):
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
@@ -147,7 +149,8 @@ async def test_console_pages_need_the_secret() -> None:
         assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
         for name in ("..%2Fconsole.py", ".hidden.js", "missing.js", "index.txt"):
             assert (await client.get(f"/console/static/{name}", headers=BEARER)).status_code == 404
-        assert (await client.get("/console/api/calls", headers=BEARER)).json() == {"recording": False, "calls": []}
+        listed = (await client.get("/console/api/calls", headers=BEARER)).json()
+        assert listed == {"recording": False, "calls": [], "live": []}
 
 
 async def test_twilio_routes_keep_their_signature_checks_with_the_console_on() -> None:
@@ -323,3 +326,51 @@ def test_the_library_reads_only_recording_folders_directly_under_its_root(tmp_pa
     for name in ("../secret", "..", ".", "not-a-recording", "a/b", ""):
         assert library.folder(name) is None and library.transcript(name) is None
     assert CallLibrary(tmp_path / "missing").recent() == []
+
+
+async def test_a_twilio_call_is_listed_live_and_followed_then_its_recording_downloads(tmp_path: Path) -> None:
+    """Every call, not only the console's, shows on the calls page while it lasts (with who and which model),
+    its live events need only the operator's secret, and once recorded its files download (and only they)."""
+    settings = replace(CONSOLE, record_dir=str(tmp_path / "calls"))
+    async with harness(GREET_AND_HANG_UP, settings=settings) as h:
+        async with h.caller(speed=2.0) as call:
+            await call.connect()
+            await call.silence(0.2)
+            async with httpx.AsyncClient(base_url=f"http://{h.base}", headers=BEARER) as client:
+                live = (await client.get("/console/api/calls")).json()["live"]
+                assert [row["call_sid"] for row in live] == [call.call_sid] and live[0]["live"]
+                assert live[0]["from_number"] == "+15550001111" and live[0]["model"] == "scripted"
+                assert not live[0]["console"]
+                path = f"/console/api/live/{call.call_sid}/events"
+                assert (await client.get(path, headers={"Authorization": "Bearer wrong"})).status_code == 401
+            feed = asyncio.create_task(read_events(h.base, path, headers=BEARER))
+            await call.silence(1.0)
+            await call.wait_closed()
+        assert [event["type"] for event in await asyncio.wait_for(feed, 10)][-1] == "ended"
+        async with httpx.AsyncClient(base_url=f"http://{h.base}", headers=BEARER) as client:
+            for _ in range(50):
+                rows = (await client.get("/console/api/calls")).json()["calls"]
+                if rows and rows[0]["complete"]:
+                    break
+                await asyncio.sleep(0.1)
+            (row,) = rows
+            assert row["model"] == "scripted" and set(row["files"]) == set(DOWNLOADS)
+            for file_name in DOWNLOADS:
+                response = await client.get(f"/console/api/calls/{row['name']}/files/{file_name}")
+                assert response.status_code == 200 and response.content, file_name
+                assert f'filename="{row["name"]}-{file_name}"' in response.headers["content-disposition"]
+            for bad in ("../events.jsonl", "%2E%2E%2Fsecret", ".track-x", "recorder.log"):
+                assert (await client.get(f"/console/api/calls/{row['name']}/files/{bad}")).status_code == 404
+            levels = (await client.get(f"/console/api/calls/{row['name']}/levels")).json()
+            assert levels["per_s"] == 20 and max(levels["bot"]) > 0.5 and len(levels["caller"]) == len(levels["bot"])
+
+
+async def test_a_console_call_may_choose_its_caller_id_and_bad_ones_are_refused() -> None:
+    async with harness([Hold()], settings=CONSOLE) as h, httpx.AsyncClient(base_url=f"http://{h.base}") as client:
+        chosen = await client.post("/console/session", headers=BEARER, json={"from": "+15550100", "to": "sip:desk@x"})
+        assert chosen.json()["parameters"]["From"] == "+15550100" and chosen.json()["parameters"]["To"] == "sip:desk@x"
+        for bad in ({"from": "<script>"}, {"to": "two words"}, {"from": "+1" * 30}):
+            refused = await client.post("/console/session", headers=BEARER, json=bad)
+            assert refused.status_code == 400 and "must be a number" in refused.json()["error"]
+        default = await client.post("/console/session", headers=BEARER)
+        assert default.json()["parameters"]["From"] == "console"

@@ -229,6 +229,9 @@ async def test_a_console_call_through_the_phone_audio_path_then_its_recording(tm
         await page.locator("#call-view:not([hidden])").wait_for(timeout=STEP_TIMEOUT_MS)
         assert await page.locator(".lane[data-role='bot'] .bar").count() >= 2
         assert await page.locator(".lane[data-role='bot'] .bar.interrupted").count() == 1
+        interrupted = page.locator("#turns .entry.interrupted")  # what the caller heard, then the rest struck out
+        assert (await interrupted.locator(".heard").inner_text()).startswith("We open")
+        assert "Thursdays" in await interrupted.locator(".unheard").inner_text()
         assert await page.locator(".lane[data-role='tool'] .bar").count() == 1
         await page.screenshot(path=ARTIFACTS / "4-calls-page.png", full_page=True)
         await page.evaluate("document.getElementById('player').play()")
@@ -284,6 +287,7 @@ async def test_talking_with_the_offline_model_from_the_console(tmp_path: Path) -
         console=True,
         console_token=SECRET,
         greeting=Settings().greeting,  # the offline bot greets when told the caller is connected
+        record_dir=str(tmp_path / "calls"),
         hangup_grace_s=0.3,
         start_timeout_s=5.0,
         agent_start_timeout_s=10.0,
@@ -306,3 +310,28 @@ async def test_talking_with_the_offline_model_from_the_console(tmp_path: Path) -
         assert final["endedBy"] == "agent" and final["errors"] == [] and errors == []
         assert final["clears"] >= 1, "the caller's first line talked over the greeting: playback must be cleared"
         assert await page.locator(".entry.barge-in").count() >= 1
+
+        # transcript.json: the caller's question spans their words in caller.wav, and the answer has its latency.
+        row = await wait_for_recording(base, final["callSid"])
+        folder = tmp_path / "calls" / row["name"]
+        transcript = json.loads((folder / "transcript.json").read_text())
+        question = next(turn for turn in transcript["turns"] if turn["role"] == "caller" and "time" in turn["text"])
+        with wave.open(str(folder / "caller.wav"), "rb") as source:
+            caller_audio = np.frombuffer(source.readframes(source.getnframes()), dtype="<i2")
+        frames = caller_audio[: len(caller_audio) // 160 * 160].reshape(-1, 160).astype(np.float64)
+        voiced = np.flatnonzero(np.sqrt(np.mean(frames**2, axis=1)) > 200) * 0.02
+        said = voiced[(voiced > question["start"] - 1.0) & (voiced < question["recognised_at"])]
+        assert abs(question["start"] - said[0]) < 0.1 and abs(question["end"] - (said[-1] + 0.02)) < 0.1, question
+        assert 0.5 < question["end"] - question["start"] < 2.0 and question["recognised_at"] > question["end"]
+        answer_turn = next(turn for turn in transcript["turns"] if turn["role"] == "bot" and "It is" in turn["text"])
+        assert 0.1 < answer_turn["latency_s"] < 3.0, answer_turn
+
+        # The calls page shows it: the question at its time, the answer's latency, the tool call readable.
+        await page.set_viewport_size({"width": 1280, "height": 1000})
+        await page.goto(f"http://{base}/console/calls")
+        await page.locator(f"#calls tr[data-name='{row['name']}']").click()
+        await page.locator("#turns .latency").first.wait_for(timeout=STEP_TIMEOUT_MS)
+        await page.locator("#turns .entry.tool", has_text="current_time()").wait_for(timeout=STEP_TIMEOUT_MS)
+        await page.wait_for_function("() => window.voicebotCalls.levels && window.voicebotCalls.levels.bot > 10")
+        await page.screenshot(path=ARTIFACTS / "15-calls-page-offline-model.png")
+        assert errors == []

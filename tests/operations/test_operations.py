@@ -7,10 +7,12 @@ import json
 import logging
 
 import httpx
+import numpy as np
 import pytest
 import websockets
 
 from telephony.app import create_app
+from telephony.codec import pcm16_to_ulaw
 from telephony.operations.logs import CallLog, JsonFormatter, configure_logging
 from telephony.operations.tracing import setup_tracing
 from telephony.simulation.local_server import serve_app
@@ -27,6 +29,7 @@ def metric(text: str, name: str) -> float:
 
 
 BARGED_IN_TURN = [
+    WaitForAudio(0.5),
     UserSaid("hello"),
     Say("hi there", 1.0, tone_hz=1000, stop=False),
     WaitForAudio(0.3),
@@ -34,11 +37,14 @@ BARGED_IN_TURN = [
     Hold(),
 ]
 """One caller turn, answered, and the answer talked over."""
+HELLO = pcm16_to_ulaw((0.3 * 32767 * np.sin(2 * np.pi * 300 * np.arange(2400) / 8000)).astype("<i2").tobytes())
+"""0.3 s of caller "speech" (a tone): the bridge times the answer's latency from its end."""
 
 
 async def answered_then_interrupted(h: Harness) -> None:
     async with h.caller() as call:
         await call.connect()
+        await call.stream(HELLO)
         await call.silence(0.8)
         await call.stop()
         await call.wait_closed(3)

@@ -107,6 +107,13 @@ async def test_a_call_is_recorded_as_events_wavs_and_transcript(tmp_path: Path) 
     barge_in = transcript["barge_ins"][0]
     assert first["start"] < first["end"] <= barge_in + 0.02 and last["start"] >= barge_in
     assert transcript["ended"]["by"] == "caller" and len(transcript["barge_ins"]) == 1
+    # The caller's turn spans their speech where it is in caller.wav, not the moment the model reported it.
+    caller_turn = transcript["turns"][1]
+    voiced = np.flatnonzero(np.abs(caller_wav) > 1000) / 8000
+    assert abs(caller_turn["start"] - voiced[0]) <= 0.03 and abs(caller_turn["end"] - voiced[-1]) <= 0.03
+    assert caller_turn["recognised_at"] < caller_turn["end"]  # this model "recognised" it mid-sentence
+    assert "latency_s" not in last  # it started while the caller was still talking: no response time
+    assert recording.header["agent"] == {"name": "Strands Agents", "model": "ScriptedModel", "model_id": "scripted"}
 
 
 def out(at: float, event: str, payload: bytes = b"") -> dict:

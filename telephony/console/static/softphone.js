@@ -1,6 +1,7 @@
 // The console's softphone: rings the bot over the same /media-stream WebSocket Twilio uses, speaking
 // Twilio's Media Streams protocol itself (connected, start, 20 ms μ-law media, mark echoes, stop), and
-// shows the call's transcript, barge-ins, tool calls and hang-up from the server's event feed.
+// shows the call's transcript, barge-ins, tool calls and hang-up from the server's event feed. Its keypad
+// sends DTMF as Twilio does (a `dtmf` event on the stream).
 //
 // window.voicebotConsole exposes the call's state and counters (the browser tests read them).
 
@@ -23,12 +24,14 @@ const stats = {
   playedMs: 0,
   closeCode: null,
   endedBy: null,
+  dtmfSent: 0,
+  failure: null, // why the call failed, from the server's error note (e.g. the agent could not start)
   errors: [],
 };
 window.voicebotConsole = { stats };
 
 const $ = (id) => document.getElementById(id);
-const log = new EventLog($('events'));
+const log = new EventLog($('events'), $('log-empty'));
 
 function b64encode(bytes) {
   let text = '';
@@ -50,6 +53,20 @@ function setState(state, message) {
   $('call').disabled = state === 'connecting' || state === 'in-call';
   $('hangup').disabled = state !== 'in-call' && state !== 'connecting';
   $('mute').disabled = state !== 'in-call';
+  $('from').disabled = $('to').disabled = state === 'connecting' || state === 'in-call';
+  document.querySelectorAll('#keypad button').forEach((button) => {
+    button.disabled = state !== 'in-call';
+  });
+}
+
+// What the operator reads when a call failed: the server's reason, and where to look next.
+function failureMessage(detail) {
+  const reason = detail.replace(/^agent failed to start:\s*/, '');
+  if (reason !== detail) {
+    return `The call failed: the agent could not start (${reason}). The caller heard an apology. `
+      + 'Check the model settings voicebot serve was started with (--model, VOICEBOT_MODEL, credentials) and its log.';
+  }
+  return `The call failed: ${detail}. The caller heard an apology; the server log has the details.`;
 }
 
 class Call {
@@ -162,6 +179,17 @@ class Call {
     }
   }
 
+  sendDigit(digit) {
+    if (!this.started || this.closed) return;
+    stats.dtmfSent += 1;
+    this.send({
+      event: 'dtmf',
+      streamSid: this.ticket.streamSid,
+      sequenceNumber: this.nextSequence(),
+      dtmf: { track: 'inbound_track', digit },
+    });
+  }
+
   echo(name) {
     stats.marksEchoed += 1;
     this.send({ event: 'mark', sequenceNumber: this.nextSequence(), streamSid: this.ticket.streamSid, mark: { name } });
@@ -189,7 +217,7 @@ class Call {
       return;
     }
     const why = code === 1000 || code === 1005 ? '' : ` (socket closed with code ${code})`;
-    setState('ended', `Call ended${why}`);
+    setState('ended', stats.failure ? failureMessage(stats.failure) : `Call ended${why}`);
     document.body.classList.remove('bot-speaking');
   }
 }
@@ -244,6 +272,7 @@ async function placeCall() {
   $('mute').textContent = 'Mute';
   Object.assign(stats, { framesSent: 0, framesReceived: 0, marksReceived: 0, marksEchoed: 0, clears: 0 });
   Object.assign(stats, { lastClearDroppedMs: 0, maxQueuedMs: 0, closeCode: null, endedBy: null, errors: [] });
+  Object.assign(stats, { dtmfSent: 0, failure: null });
   let audio;
   try {
     audio = await PhoneAudio.open();
@@ -251,7 +280,13 @@ async function placeCall() {
     setState('idle', `Cannot use the microphone: ${error.message}. Then call again.`);
     return;
   }
-  const response = await fetch('/console/session', { method: 'POST', credentials: 'same-origin' });
+  const callerId = { from: $('from').value.trim(), to: $('to').value.trim() };
+  const response = await fetch('/console/session', {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(callerId),
+  });
   const ticket = await response.json().catch(() => ({}));
   if (!response.ok) {
     audio.close();
@@ -272,6 +307,10 @@ function followEvents(url) {
   source.onmessage = (message) => {
     const event = JSON.parse(message.data);
     log.add(event);
+    if (event.type === 'note' && event.kind === 'error') {
+      stats.failure = event.detail;
+      $('status').textContent = failureMessage(event.detail);
+    }
     if (event.type === 'ended') {
       stats.endedBy = event.by;
       source.close();
@@ -286,5 +325,8 @@ $('mute').addEventListener('click', (event) => {
   event.target.setAttribute('aria-pressed', String(muted));
   event.target.textContent = muted ? 'Unmute' : 'Mute';
   call && call.audio.mute(muted);
+});
+document.querySelectorAll('#keypad button').forEach((button) => {
+  button.addEventListener('click', () => call && call.sendDigit(button.dataset.digit));
 });
 setState('idle', 'Ready: press Call and talk to the bot.');

@@ -1,0 +1,71 @@
+"""Run the local Nova in its own process (for benchmarks): ``python -m telephony.simulation.local_nova``.
+
+It prints ``LOCAL_NOVA_ENDPOINT=https://127.0.0.1:PORT`` once listening, writes the CA to ``--ca-out``,
+and answers every caller turn and text input with a short tone (``--offline``: the front-desk
+script, heard and spoken for real) until SIGINT/SIGTERM.
+Clients need ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` = that endpoint and ``AWS_CA_BUNDLE`` = the CA file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import shutil
+import signal
+from pathlib import Path
+
+from .brain import Brain, Reply, ScriptedBrain, Tone
+from .faults import TimeLimits
+from .server import LocalNova
+from .turns import Pacing
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m telephony.simulation.local_nova", description=__doc__)
+    parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free port)")
+    parser.add_argument("--ca-out", type=Path, required=True, help="where to write the CA certificate (PEM)")
+    parser.add_argument("--reply-s", type=float, default=1.0, help="length of each spoken reply")
+    parser.add_argument("--speedup", type=float, default=4.0, help="how much faster than real time audio streams")
+    parser.add_argument("--time-scale", type=float, default=1.0, help="multiplies the 480 s / 175 s limits")
+    parser.add_argument("--offline", action="store_true", help="hear and speak the front-desk script (OfflineBrain)")
+    parser.add_argument("--log-level", default="INFO")
+    return parser.parse_args()
+
+
+async def _serve(arguments: argparse.Namespace) -> None:
+    brain: Brain = ScriptedBrain(default=Reply(text="This is the local Nova.", audio=Tone(arguments.reply_s)))
+    if arguments.offline:
+        from .offline_brain import OfflineBrain
+
+        brain = OfflineBrain()
+    nova = LocalNova(
+        brain,
+        limits=TimeLimits(time_scale=arguments.time_scale),
+        pacing=Pacing(speedup=arguments.speedup),
+        port=arguments.port,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    async with nova:
+        arguments.ca_out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(nova.ca_file, arguments.ca_out)
+        print(f"LOCAL_NOVA_ENDPOINT={nova.endpoint}", flush=True)
+        await stop.wait()
+        logging.getLogger(__name__).info(
+            "local nova stopping: %d streams, %d violations", len(nova.sessions), len(nova.violations)
+        )
+        for violation in nova.violations:
+            logging.getLogger(__name__).warning("%s", violation)
+
+
+def main() -> None:
+    arguments = _arguments()
+    logging.basicConfig(level=arguments.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    asyncio.run(_serve(arguments))
+
+
+if __name__ == "__main__":
+    main()

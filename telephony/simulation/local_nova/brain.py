@@ -1,0 +1,138 @@
+"""What the local Nova says: the ``Brain`` protocol, replies, and a scripted brain for tests.
+
+The turn engine decides *when* the caller has finished a turn; a brain decides *what* to answer:
+a reply is what Nova "heard" (the USER transcript), the text it speaks, the audio of it, and any
+tool uses. Brains are shared by every stream of one server, so a scripted conversation carries on
+across the connection restarts strands makes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = ["Brain", "CallerTurn", "Pcm", "Reply", "ScriptedBrain", "Tone", "ToolRequest", "render_audio"]
+
+
+@dataclass(frozen=True)
+class Tone:
+    """Speech stand-in: a sine of ``seconds`` at ``hz`` (loud enough for any level detector)."""
+
+    seconds: float = 1.0
+    hz: float = 440.0
+    amplitude: int = 8000
+
+
+@dataclass(frozen=True)
+class Pcm:
+    """Supplied speech: 16-bit little-endian mono PCM at ``sample_rate`` (resampled as needed)."""
+
+    data: bytes
+    sample_rate: int
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """A tool the reply asks the client to run; ``tool_use_id`` is made up when not given."""
+
+    name: str
+    input: dict[str, Any] = field(default_factory=dict)
+    tool_use_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One model response. ``heard`` is sent as the USER transcript (None: no transcript).
+
+    ``tool_uses`` are issued after the speech; the conversation continues when their results arrive.
+    """
+
+    text: str = ""
+    audio: Tone | Pcm | None = None
+    heard: str | None = None
+    tool_uses: tuple[ToolRequest, ...] = ()
+
+    @property
+    def speaks(self) -> bool:
+        return bool(self.text) or self.audio is not None
+
+
+@dataclass(frozen=True)
+class CallerTurn:
+    """A finished caller utterance as the server received it."""
+
+    pcm: bytes
+    sample_rate: int
+
+    @property
+    def seconds(self) -> float:
+        return len(self.pcm) / 2 / self.sample_rate
+
+
+class Brain(Protocol):
+    """Decides replies. Each method may return None: Nova then stays silent."""
+
+    async def on_caller_turn(self, turn: CallerTurn) -> Reply | None: ...
+
+    async def on_text(self, text: str) -> Reply | None: ...
+
+    async def on_tool_result(self, tool_use_id: str, name: str, result: Any) -> Reply | None: ...
+
+
+class ScriptedBrain:
+    """Replies from fixed lists, one per trigger: caller turns, text inputs, tool results.
+
+    When a list runs out, ``default`` answers (None: silence). A caller turn's reply without a
+    ``heard`` gets one describing the audio, as an ASR transcript would exist for any speech.
+    """
+
+    def __init__(
+        self,
+        turns: Iterable[Reply] = (),
+        texts: Iterable[Reply] = (),
+        tool_results: Iterable[Reply] = (),
+        default: Reply | None = None,
+    ) -> None:
+        self._turns = deque(turns)
+        self._texts = deque(texts)
+        self._tool_results = deque(tool_results)
+        self.default = default
+        self.heard: list[CallerTurn] = []
+        self.texts: list[str] = []
+        self.tool_results: list[tuple[str, str, Any]] = []
+
+    async def on_caller_turn(self, turn: CallerTurn) -> Reply | None:
+        self.heard.append(turn)
+        reply = self._turns.popleft() if self._turns else self.default
+        if reply is not None and reply.heard is None:
+            reply = Reply(reply.text, reply.audio, f"caller turn {len(self.heard)}", reply.tool_uses)
+        return reply
+
+    async def on_text(self, text: str) -> Reply | None:
+        self.texts.append(text)
+        return self._texts.popleft() if self._texts else self.default
+
+    async def on_tool_result(self, tool_use_id: str, name: str, result: Any) -> Reply | None:
+        self.tool_results.append((tool_use_id, name, result))
+        return self._tool_results.popleft() if self._tool_results else self.default
+
+
+def render_audio(audio: Tone | Pcm | None, text: str, sample_rate: int) -> bytes:
+    """The PCM16 a reply speaks at ``sample_rate``; without audio, a tone as long as the text would take."""
+    if audio is None:
+        audio = Tone(seconds=max(0.3, 0.06 * len(text)))
+    if isinstance(audio, Tone):
+        count = int(audio.seconds * sample_rate)
+        phase = 2 * math.pi * audio.hz * np.arange(count) / sample_rate
+        return (audio.amplitude * np.sin(phase)).astype("<i2").tobytes()
+    samples = np.frombuffer(audio.data, dtype="<i2").astype(np.float64)
+    if audio.sample_rate == sample_rate or not samples.size:
+        return audio.data
+    count = round(samples.size * sample_rate / audio.sample_rate)
+    positions = np.arange(count) * (audio.sample_rate / sample_rate)
+    return np.interp(positions, np.arange(samples.size), samples).round().astype("<i2").tobytes()

@@ -1,0 +1,99 @@
+"""Nova's limits and failures, reproducible in seconds.
+
+Limits are Nova's (an ~8-minute connection cap, a ~175 s silence timeout) multiplied by
+``time_scale``, so a test can live through both in a second or two. Faults are queued on the
+server and taken by new streams in order: an HTTP error before the stream starts (how Bedrock
+answers access denied, throttling and validation at request time), a modelled exception mid-stream,
+an HTTP/2 ``RST_STREAM``, or a stream that simply stops answering.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Fault", "FaultQueue", "TimeLimits"]
+
+ERROR_TYPE_SUFFIX = ":http://internal.amazon.com/coral/com.amazon.bedrock/"
+"""Bedrock appends this to ``x-amzn-errortype``; the SDK keeps only the part before the colon."""
+
+HTTP_STATUS = {
+    "AccessDeniedException": 403,
+    "ValidationException": 400,
+    "ThrottlingException": 429,
+    "ServiceUnavailableException": 503,
+    "InternalServerException": 500,
+    "ResourceNotFoundException": 404,
+}
+
+
+@dataclass(frozen=True)
+class TimeLimits:
+    """Nova's stream limits in Nova seconds; real seconds are these times ``time_scale``."""
+
+    connection_limit_s: float = 480.0
+    silence_timeout_s: float = 175.0
+    time_scale: float = 1.0
+    silence_exception: Literal["modelTimeoutException", "validationException"] = "validationException"
+    """strands (bedrock.py) expects silence as a validationException with ``InternalErrorCode=531``."""
+
+    @property
+    def connection_limit(self) -> float:
+        return self.connection_limit_s * self.time_scale
+
+    @property
+    def silence_timeout(self) -> float:
+        return self.silence_timeout_s * self.time_scale
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What goes wrong with one stream. ``after_s`` is real seconds after the stream opens."""
+
+    kind: Literal["reject", "exception", "reset", "stall"]
+    after_s: float = 0.0
+    error_type: str = ""
+    message: str = ""
+
+    @classmethod
+    def reject(cls, error_type: str = "AccessDeniedException", message: str = "") -> Fault:
+        """An HTTP error status instead of the stream (``x-amzn-errortype`` + JSON body), as Bedrock does."""
+        if error_type not in HTTP_STATUS:
+            raise ValueError(f"no HTTP status known for {error_type!r}")
+        return cls("reject", 0.0, error_type, message or f"local nova: {error_type}")
+
+    @classmethod
+    def exception(cls, exception_type: str, after_s: float = 0.0, message: str = "") -> Fault:
+        """A modelled stream exception such as ``throttlingException``, then the stream ends."""
+        return cls("exception", after_s, exception_type, message or f"local nova: {exception_type}")
+
+    @classmethod
+    def reset(cls, after_s: float = 0.0) -> Fault:
+        """``RST_STREAM`` (INTERNAL_ERROR) on the stream."""
+        return cls("reset", after_s)
+
+    @classmethod
+    def stall(cls, after_s: float = 0.0) -> Fault:
+        """Stop sending anything (input is still read and acknowledged), and never end the stream."""
+        return cls("stall", after_s)
+
+    @property
+    def http_status(self) -> int:
+        return HTTP_STATUS[self.error_type]
+
+
+class FaultQueue:
+    """Faults waiting for the next streams, first come first served."""
+
+    def __init__(self) -> None:
+        self._faults: deque[Fault] = deque()
+
+    def push(self, *faults: Fault) -> None:
+        self._faults.extend(faults)
+
+    def take(self) -> Fault | None:
+        return self._faults.popleft() if self._faults else None
+
+    def __len__(self) -> int:
+        return len(self._faults)
