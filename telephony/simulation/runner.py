@@ -15,12 +15,13 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import secrets
 import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -68,6 +69,8 @@ class RunOptions:
     out: Path = Path("recordings")
     text_model: str | None = None
     """Bedrock model id for goal callers and judges (None: their offline stand-ins)."""
+    local_nova: bool = False
+    """Play scenarios' brains on the local Nova Sonic emulator, talking to the factory's own Nova Sonic model."""
     workdirs: Path | None = None
     """Keep each run's work folder (``setup`` data such as a database) under here (None: a temporary one, deleted)."""
 
@@ -134,6 +137,57 @@ def agent_spec(scenario: Scenario, options: RunOptions, settings: Settings) -> s
 
 def uses_brain(scenario: Scenario, options: RunOptions) -> bool:
     return scenario.brain is not None and not options.real_model
+
+
+LOCAL_NOVA_ENV = {
+    "AWS_ACCESS_KEY_ID": "AKIDLOCALNOVA0000000",
+    "AWS_SECRET_ACCESS_KEY": "local-nova-secret-not-checked",
+    "AWS_SESSION_TOKEN": None,
+    "AWS_PROFILE": None,
+    "AWS_ENDPOINT_URL": None,
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+"""Fake keys (the emulator checks none) and nothing that could send the client elsewhere."""
+
+
+@contextlib.asynccontextmanager
+async def local_nova(scenario: Scenario, label: list[str]) -> AsyncIterator[None]:
+    """The emulator playing ``scenario.brain``, with the AWS environment pointing at it for the call."""
+    from telephony.simulation.local_nova import LocalNova
+    from telephony.simulation.nova_brain import NovaScriptedBrain
+
+    assert scenario.brain is not None
+    holder: list[Any] = []
+
+    def prompt() -> str | None:
+        sessions = holder[0].sessions if holder else []
+        return sessions[-1].system_prompts[0] if sessions and sessions[-1].system_prompts else None
+
+    brain = await asyncio.to_thread(NovaScriptedBrain, scenario.brain, prompt)
+    async with LocalNova(brain=brain) as nova:
+        holder.append(nova)
+        values = {
+            **LOCAL_NOVA_ENV,
+            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": nova.endpoint,
+            "AWS_CA_BUNDLE": str(nova.ca_file),
+        }
+        saved = {name: os.environ.get(name) for name in values}
+        try:
+            for name, value in values.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            notes = [*brain.brain.unanswered, *brain.brain.missing] if brain._brain is not None else []
+            label.extend(notes)
+            label.extend(f"local Nova: {violation}" for violation in nova.violations)
 
 
 class ScenarioRunner:
@@ -244,7 +298,9 @@ class ScenarioRunner:
     ) -> _Call | None:
         assert self._voice is not None
         scripted = uses_brain(scenario, self.options)
+        on_nova = scripted and self.options.local_nova
         models: list[Any] = []
+        nova_notes: list[str] = []
 
         settings = self._settings(scenario)
         factory = with_settings(factory, settings)  # a factory taking `settings` gets the run's (flags included)
@@ -252,7 +308,9 @@ class ScenarioRunner:
         async def make_agent(call: CallInfo) -> Any:
             agent = await build_agent(factory, call)
             built = agent.model
-            if scripted:
+            if on_nova:
+                run.model = f"local Nova Sonic emulator playing the scripted brain ({describe_model(built)})"
+            elif scripted:
                 assert scenario.brain is not None
                 agent.model = ScriptedBrainModel(scenario.brain)
                 run.model = f"scripted brain (in place of {type(built).__name__})"
@@ -278,8 +336,9 @@ class ScenarioRunner:
             {"call_sid": sid, "account_sid": "AC" + "0" * 32, "from": scenario.call_from, "to": scenario.call_to}
         )
         await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
+        nova = local_nova(scenario, nova_notes) if on_nova else contextlib.nullcontext()
         with stand_ins() if scripted else contextlib.nullcontext():
-            async with serve_app(app) as base:
+            async with nova, serve_app(app) as base:
                 target = await answer(f"http://{base}", form)
                 caller = SimulatedCaller(
                     f"ws://{base}/media-stream",
@@ -309,14 +368,8 @@ class ScenarioRunner:
         outcome.latencies = report.update().latencies
         outcome.steps = performer.log
         outcome.redirects = rest.redirects
-        outcome.brain_notes = (
-            [
-                *getattr(getattr(models[-1], "brain", None), "unanswered", []),
-                *getattr(getattr(models[-1], "brain", None), "missing", []),
-            ]
-            if models
-            else []
-        )
+        brain = getattr(models[-1], "brain", None) if models and not on_nova else None
+        outcome.brain_notes = nova_notes + ([*brain.unanswered, *brain.missing] if brain is not None else [])
         if not recorders or recorders[-1].folder is None:
             run.error = "the call never started: the bridge did not accept the stream (see the log)"
             return None

@@ -33,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run on the model the agent factory builds (e.g. Nova Sonic: needs its credentials), "
         "ignoring the scenarios' scripted brains",
     )
+    parser.add_argument(
+        "--local-nova",
+        action="store_true",
+        help="play the scenarios' brains on the local Nova Sonic emulator, which the agent's own Nova Sonic model "
+        "talks to over Nova's wire protocol (the factory must build BedrockNovaSonicModel)",
+    )
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write the results as JUnit XML (for CI)")
     parser.add_argument(
         "--out",
@@ -76,8 +82,19 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
     if not scenarios:
         print(f"voicebot test: no scenario files (*.yaml) in {', '.join(map(str, args.paths))}", file=sys.stderr)
         return 1
-    options = RunOptions(agent=args.agent, real_model=args.real_model, out=args.out, text_model=args.text_model)
-    for name in ("telephony", "agent", "strands"):
+    if args.local_nova and args.real_model:
+        print(
+            "voicebot test: --local-nova plays the scripted brain; --real-model ignores it: choose one", file=sys.stderr
+        )
+        return 2
+    options = RunOptions(
+        agent=args.agent,
+        real_model=args.real_model,
+        out=args.out,
+        text_model=args.text_model,
+        local_nova=args.local_nova,
+    )
+    for name in ("telephony", "agent", "strands", "botocore"):
         logging.getLogger(name).setLevel(logging.ERROR)  # the runner tells the story (script gaps included)
     print(_header(scenarios, options, settings))
     results = asyncio.run(ScenarioRunner(settings, options, out=sys.stdout).run_all(scenarios))
@@ -93,9 +110,9 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
 
 def _header(scenarios: list[Scenario], options: RunOptions, settings: Settings) -> str:
     scripted = sum(uses_brain(scenario, options) for scenario in scenarios)
+    where = "the scripted brain on the local Nova Sonic emulator" if options.local_nova else "the scripted brain"
     model = (
-        f"{scripted} on the scripted brain (no model account used), "
-        f"{len(scenarios) - scripted} on the agent's own model"
+        f"{scripted} on {where} (no model account used), {len(scenarios) - scripted} on the agent's own model"
         if scripted
         else "all on the agent's own model"
     )

@@ -107,3 +107,14 @@ def test_a_recorded_call_becomes_a_scenario_to_edit(passing_run: tuple[int, str,
     assert [tool.name for tool in scenario.expect.tools] == ["transfer_call"]
     assert scenario.expect.transfer is not None and scenario.expect.transfer[0] == "+15005550010"
     assert scenario.expect.hang_up_by is not None and scenario.expect.hang_up_by[0] == "bot"
+
+
+def test_the_brain_also_plays_on_the_local_nova_emulator(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--local-nova: the agent keeps its own BedrockNovaSonicModel, which talks Nova's wire protocol to the emulator."""
+    code = main(["test", str(SCENARIOS / "transfer.yaml"), "--local-nova", "--out", str(tmp_path)])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert "on the scripted brain on the local Nova Sonic emulator" in output
+    assert "local Nova Sonic emulator playing the scripted brain (BedrockNovaSonicModel" in output
+    [call] = CallLibrary(tmp_path).recent()
+    assert call.end_reason == "transferred to +15005550010"
