@@ -20,7 +20,7 @@ from telephony.bridge.session import DIAL_PARAMETER
 from telephony.config import DEFAULT_AGENT, MODEL_PROVIDERS, ConfigError, Settings, load_settings, validate
 from telephony.operations.logs import configure_logging
 from telephony.recording.recorder import record_dir_problem
-from telephony.simulation import replay
+from telephony.simulation import replay, test_command
 from telephony.twilio.dialer import parse_params, place_call
 from telephony.twilio.numbers import configure_number
 from telephony.twilio.rest import rest_client
@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_arguments(
         commands.add_parser("replay", help="play a recorded call (or a WAV) against the bot, as Twilio would")
     )
+    test_command.add_arguments(
+        commands.add_parser("test", help="run scenario files against an agent as phone calls; exit 1 on failure")
+    )
     return parser
 
 
@@ -104,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_demo_command(settings, args)
     if args.command == "replay":
         return replay.run_command(settings, args)
+    if args.command == "test":
+        return test_command.run_command(settings, args)
     try:
         if args.command == "call":
             return asyncio.run(dial(settings, args.to, args.from_, parse_params(args.param), args.machine_detection))

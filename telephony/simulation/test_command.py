@@ -1,0 +1,136 @@
+"""``voicebot test PATH…``: run scenario files against an agent, as phone calls, and say what failed and where.
+
+Exit status: 0 when every scenario passed, 1 when one failed (or a file could not be read), 2 for bad usage.
+``--from-recording RECORDING`` writes a scenario from a recorded call instead of running anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from telephony.config import Settings
+from telephony.recording.format import RecordingError
+from telephony.simulation.junit import write_junit
+from telephony.simulation.runner import RunOptions, ScenarioRunner, summary_table, uses_brain
+from telephony.simulation.scenario import Scenario, ScenarioError, find_scenarios, load_scenario
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``voicebot test``'s arguments (the parser itself belongs to :mod:`telephony.cli`)."""
+    parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="scenario files (.yaml) or folders of them")
+    parser.add_argument(
+        "--agent",
+        metavar="MODULE:FUNCTION",
+        help="the agent factory to test, over each scenario's own 'agent:' (default: that, else VOICEBOT_AGENT)",
+    )
+    parser.add_argument(
+        "--real-model",
+        action="store_true",
+        help="run on the model the agent factory builds (e.g. Nova Sonic: needs its credentials), "
+        "ignoring the scenarios' scripted brains",
+    )
+    parser.add_argument(
+        "--local-nova",
+        action="store_true",
+        help="play the scenarios' brains on the local Nova Sonic emulator, which the agent's own Nova Sonic model "
+        "talks to over Nova's wire protocol (the factory must build BedrockNovaSonicModel)",
+    )
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="also write the results as JUnit XML (for CI)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("recordings"),
+        metavar="DIR",
+        help="where each run's recording goes (default ./recordings; open them with the console's calls page)",
+    )
+    parser.add_argument(
+        "--text-model",
+        metavar="BEDROCK_MODEL_ID",
+        help="text model for goal callers and judges (e.g. us.amazon.nova-lite-v1:0; needs AWS credentials); "
+        "default: their offline stand-ins",
+    )
+    parser.add_argument(
+        "--from-recording",
+        type=Path,
+        metavar="RECORDING",
+        help="write a scenario from a recorded call (its folder or events.jsonl) instead of running: the caller "
+        "is the recording, the expectations are what happened; edit it, then run it",
+    )
+    parser.add_argument(
+        "--write",
+        type=Path,
+        metavar="FILE",
+        help="with --from-recording: the scenario file to write (default: print it)",
+    )
+
+
+def run_command(settings: Settings, args: argparse.Namespace) -> int:
+    if args.from_recording is not None:
+        return _from_recording(args)
+    if not args.paths:
+        print("voicebot test: give scenario files or folders (or --from-recording RECORDING)", file=sys.stderr)
+        return 2
+    try:
+        scenarios = [load_scenario(path) for path in find_scenarios(args.paths)]
+    except ScenarioError as error:
+        print(f"voicebot test: {error}", file=sys.stderr)
+        return 1
+    if not scenarios:
+        print(f"voicebot test: no scenario files (*.yaml) in {', '.join(map(str, args.paths))}", file=sys.stderr)
+        return 1
+    if args.local_nova and args.real_model:
+        print(
+            "voicebot test: --local-nova plays the scripted brain; --real-model ignores it: choose one", file=sys.stderr
+        )
+        return 2
+    options = RunOptions(
+        agent=args.agent,
+        real_model=args.real_model,
+        out=args.out,
+        text_model=args.text_model,
+        local_nova=args.local_nova,
+    )
+    for name in ("telephony", "agent", "strands", "botocore"):
+        logging.getLogger(name).setLevel(logging.ERROR)  # the runner tells the story (script gaps included)
+    print(_header(scenarios, options, settings))
+    results = asyncio.run(ScenarioRunner(settings, options, out=sys.stdout).run_all(scenarios))
+    print()
+    for line in summary_table(results):
+        print(line)
+    print(f"recordings: {args.out}/ (VOICEBOT_RECORD_DIR={args.out} shows them on the console's calls page)")
+    if args.junit:
+        write_junit(results, args.junit)
+        print(f"JUnit XML: {args.junit}")
+    return 0 if all(result.passed for result in results) else 1
+
+
+def _header(scenarios: list[Scenario], options: RunOptions, settings: Settings) -> str:
+    scripted = sum(uses_brain(scenario, options) for scenario in scenarios)
+    where = "the scripted brain on the local Nova Sonic emulator" if options.local_nova else "the scripted brain"
+    model = (
+        f"{scripted} on {where} (no model account used), {len(scenarios) - scripted} on the agent's own model"
+        if scripted
+        else "all on the agent's own model"
+    )
+    return f"voicebot test: {len(scenarios)} scenario(s), {model}"
+
+
+def _from_recording(args: argparse.Namespace) -> int:
+    from telephony.simulation.from_recording import scenario_from_recording
+
+    try:
+        text = scenario_from_recording(args.from_recording, args.write)
+    except (RecordingError, OSError) as error:
+        print(f"voicebot test: {error}", file=sys.stderr)
+        return 1
+    if args.write is None:
+        sys.stdout.write(text)
+    else:
+        args.write.parent.mkdir(parents=True, exist_ok=True)
+        args.write.write_text(text, encoding="utf-8")
+        print(f"wrote {args.write}: edit its expectations, then run `voicebot test {args.write}`")
+    return 0
