@@ -11,20 +11,28 @@ The seam is the SDK config class that strands' module looks up when it resolves 
 it is replaced once by a subclass that applies the endpoint of the model being started (carried in a
 context variable) and otherwise changes nothing, so instances of strands' own class behave
 exactly as before. ``SSL_CERT_FILE`` keeps working, since without ``AWS_CA_BUNDLE`` TLS is untouched.
+
+Being the project's Nova adapter, the model also keeps Nova's barge-in marker out of transcripts
+(``agent.nova_marker``) and attaches the operator's next step to Bedrock errors (``agent.nova_errors``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import strands.bidi.models.bedrock as strands_bedrock
 from awscrt import io as crt_io
 from strands.bidi.models import BedrockNovaSonicModel as StrandsNovaSonicModel
+from strands.bidi.types import BidiOutputEvent
+
+from .nova_errors import NovaTarget, add_operator_hint
+from .nova_marker import is_marker_text, without_interrupted_marker
 
 __all__ = ["BedrockEndpoint", "BedrockNovaSonicModel"]
 
@@ -95,17 +103,26 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
     def __init__(self, *, endpoint: BedrockEndpoint | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._endpoint = endpoint
+        self._endpoint_url = f"https://bedrock-runtime.{self.region}.amazonaws.com"
 
     async def start(self, *args: Any, **kwargs: Any) -> None:
         endpoint = self._endpoint or BedrockEndpoint.from_env()
+        self._endpoint_url = endpoint.url or f"https://bedrock-runtime.{self.region}.amazonaws.com"
+        try:
+            await self._start_at(endpoint, *args, **kwargs)
+        except Exception as error:
+            add_operator_hint(error, self._target())
+            raise
+
+    async def _start_at(self, endpoint: BedrockEndpoint, *args: Any, **kwargs: Any) -> None:
         if not endpoint.configured:
-            log.info("nova sonic endpoint: https://bedrock-runtime.%s.amazonaws.com", self.region)
+            log.info("nova sonic endpoint: %s", self._endpoint_url)
             await super().start(*args, **kwargs)
             return
         _install()
         log.info(
             "nova sonic endpoint: %s%s",
-            endpoint.url or f"https://bedrock-runtime.{self.region}.amazonaws.com",
+            self._endpoint_url,
             f" (trusting {endpoint.ca_bundle})" if endpoint.ca_bundle else "",
         )
         token = _starting.set(endpoint)
@@ -113,3 +130,26 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
             await super().start(*args, **kwargs)
         finally:
             _starting.reset(token)
+
+    async def receive(self) -> AsyncGenerator[BidiOutputEvent, None]:  # type: ignore[override]
+        """strands' events without Nova's barge-in marker in transcripts; errors carry the operator's hint."""
+        try:
+            async with contextlib.aclosing(without_interrupted_marker(super().receive())) as events:
+                async for event in events:
+                    yield event
+        except Exception as error:
+            add_operator_hint(error, self._target())
+            raise
+
+    def _log_event_type(self, nova_event: dict[str, Any]) -> None:
+        """strands' debug log of each Nova event, minus the marker's text (the barge-in is logged anyway)."""
+        text = nova_event.get("textOutput", {}).get("content") if "textOutput" in nova_event else None
+        if isinstance(text, str) and is_marker_text(text):
+            log.debug("nova barge-in marker received")
+            return
+        super()._log_event_type(nova_event)
+
+    def _target(self) -> NovaTarget:
+        return NovaTarget(
+            model_id=str(self._config.get("model_id", "?")), region=self.region, endpoint=self._endpoint_url
+        )

@@ -38,6 +38,7 @@ from strands.bidi.types import (
 )
 
 from telephony.bridge.agent_factory import AgentFactory, build_agent
+from telephony.bridge.failure import error_summary, operator_notes
 from telephony.bridge.inbound import InboundBuffer
 from telephony.bridge.model_guard import guard_model_stream
 from telephony.bridge.observer import ObserverFactory, Observers
@@ -455,7 +456,7 @@ class CallSession:
             async with asyncio.timeout(self._settings.agent_start_timeout_s):
                 agent = await self._start_agent(self.call)
         except Exception as error:  # noqa: BLE001 - any start failure gets the apology
-            reason = "timed out" if isinstance(error, TimeoutError) else repr(error)
+            reason = "timed out" if isinstance(error, TimeoutError) else error_summary(error)
             self._fail(f"agent failed to start: {reason}", error, kind="agent_start")
             return
         self._log.info(
@@ -505,7 +506,7 @@ class CallSession:
                     await agent.send(AudioDelta(format="pcm", source={"bytes": item}))
                     self.latency.add("frame_to_send", time.monotonic() - received_at)
             except Exception as error:  # noqa: BLE001 - a failing model gets the apology
-                self._fail(f"agent rejected input: {error!r}", error, kind="agent_input")
+                self._fail(f"agent rejected input: {error_summary(error)}", error, kind="agent_input")
                 return
 
     async def _receive_loop(self, agent: BidiAgent) -> None:
@@ -514,7 +515,7 @@ class CallSession:
                 self._observers.notify("agent_event", event)
                 self._on_agent_event(event)
         except Exception as error:  # noqa: BLE001 - a failing model gets the apology
-            self._fail(f"agent failed mid-call: {error!r}", error, kind="agent_stream")
+            self._fail(f"agent failed mid-call: {error_summary(error)}", error, kind="agent_stream")
             return
         self._log.info("agent ended the conversation")
         self._arm_goodbye("agent stopped")
@@ -682,8 +683,14 @@ class CallSession:
             return
         self._failing = True
         self._count_error(kind)
-        self._log.error("%s", reason, exc_info=error if self._log.isEnabledFor(logging.DEBUG) else None)
-        self._observers.notify("note", "error", reason)
+        notes = operator_notes(error)
+        self._log.error(
+            "%s%s",
+            reason,
+            "".join(f" | {note}" for note in notes),
+            exc_info=error if self._log.isEnabledFor(logging.DEBUG) else None,
+        )
+        self._observers.notify("note", "error", " | ".join([reason, *notes]))
         if self._goodbye is not None:
             self._goodbye.cancel()
             self._goodbye = None
