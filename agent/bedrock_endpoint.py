@@ -29,6 +29,7 @@ from typing import Any
 import strands.bidi.models.bedrock as strands_bedrock
 from awscrt import io as crt_io
 from strands.bidi.models import BedrockNovaSonicModel as StrandsNovaSonicModel
+from strands.bidi.models.model import ConnectionTimeoutError
 from strands.bidi.types import BidiOutputEvent
 
 from .nova_errors import NovaTarget, add_operator_hint
@@ -104,6 +105,7 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
         super().__init__(**kwargs)
         self._endpoint = endpoint
         self._endpoint_url = f"https://bedrock-runtime.{self.region}.amazonaws.com"
+        self._lost_connection: str | None = None
 
     async def start(self, *args: Any, **kwargs: Any) -> None:
         endpoint = self._endpoint or BedrockEndpoint.from_env()
@@ -133,13 +135,56 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
 
     async def receive(self) -> AsyncGenerator[BidiOutputEvent, None]:  # type: ignore[override]
         """strands' events without Nova's barge-in marker in transcripts; errors carry the operator's hint."""
+        connection_id = self._connection_id
         try:
             async with contextlib.aclosing(without_interrupted_marker(super().receive())) as events:
                 async for event in events:
                     yield event
+        except ConnectionTimeoutError:
+            raise  # Nova's connection limit: strands restarts, closing this stream the regular way
         except Exception as error:
             add_operator_hint(error, self._target())
+            self._lose(connection_id)
             raise
+        self._lose(connection_id)
+
+    def _lose(self, connection_id: str | None) -> None:
+        """The stream of ``connection_id`` ended without a stop(): the service, a proxy or the network ended it."""
+        if connection_id is not None and self._connection_id == connection_id:
+            self._lost_connection = connection_id
+
+    async def stop(self) -> None:
+        """strands' stop; for a stream that ended unasked or never got an answer, without waiting for input nobody
+        will read."""
+        lost = self._lost_connection is not None and self._lost_connection == self._connection_id
+        stream = getattr(self, "_stream", None)
+        if lost or (stream is not None and stream.output_stream is None):  # gone, or never answered
+            await self._abandon_stream()
+        self._lost_connection = None
+        await super().stop()
+
+    async def _abandon_stream(self) -> None:
+        """Drop a stream that failed, was reset (HTTP/2 RST_STREAM) or never connected, so ``stop()`` cannot hang.
+
+        strands' ``stop()`` sends the closing events and then closes the SDK's input stream, which waits
+        (smithy's ``close(flush=True)``) for buffered input to be read: after a reset nothing reads it,
+        and stop() would wait forever. Closing the input without flushing and forgetting the stream
+        lets strands' stop() skip both steps and still close the client and reset its state.
+        """
+        stream = getattr(self, "_stream", None)
+        if stream is None:
+            return
+        log.info("nova sonic stream ended without a stop: dropping its unsent input")
+        writer = getattr(stream.input_stream, "_writer", None)
+        try:
+            if writer is not None and callable(getattr(writer, "close", None)):
+                await writer.close(flush=False)
+            output = getattr(stream, "output_stream", None)
+            if output is not None:
+                await output.close()
+        except Exception as error:  # noqa: BLE001 - the stream is gone either way
+            log.debug("closing the lost nova stream: %r", error)
+        del self._stream
 
     def _log_event_type(self, nova_event: dict[str, Any]) -> None:
         """strands' debug log of each Nova event, minus the marker's text (the barge-in is logged anyway)."""

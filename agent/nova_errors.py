@@ -16,16 +16,19 @@ errors before the stream surface from ``receive()``, typed; the SDK does not ret
   identifier, or ``ResourceNotFoundException``; a region that does not exist fails DNS;
 - too many streams or requests for the account's quota: ``ThrottlingException`` (429) or
   ``ServiceQuotaExceededException``;
-- the endpoint unreachable or its certificate not trusted: an ``AwsCrtError`` from the CRT client.
+- the endpoint unreachable or its certificate not trusted: the CRT client's error (``AWS_IO_...``),
+  re-raised by the SDK as a ``SmithyError`` whose message starts with that name.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 __all__ = ["NovaTarget", "add_operator_hint", "operator_hint"]
 
 HINT_PREFIX = "what to do: "
+_CRT_NAME = re.compile(r"AWS_(?:IO|ERROR|HTTP)_[A-Z0-9_]+")
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,25 @@ def operator_hint(error: BaseException, target: NovaTarget) -> str | None:
             f"Bedrock failed on its side ({name}); usually transient. If it persists, check AWS Health for "
             f"Bedrock in {target.region}."
         )
-    if name == "AwsCrtError":
-        return _connection_hint(getattr(error, "name", ""), target)
+    crt_name = _crt_error_name(error)
+    if crt_name is not None:
+        return _connection_hint(crt_name, target)
+    return None
+
+
+def _crt_error_name(error: BaseException) -> str | None:
+    """The CRT's error name (``AWS_IO_...``) if the CRT client failed: the SDK re-raises it as a SmithyError."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        name = getattr(current, "name", None)
+        if type(current).__name__ == "AwsCrtError" and isinstance(name, str):
+            return name
+        match = _CRT_NAME.match(str(current))
+        if match:
+            return match.group(0)
+        current = current.__cause__ or current.__context__
     return None
 
 
