@@ -30,6 +30,7 @@ from strands.bidi.types import (
     BidiAudioStopEvent,
     BidiBargeInEvent,
     BidiConnectionRestartEvent,
+    BidiConnectionStartEvent,
     BidiConnectionStopEvent,
     BidiResponseStartEvent,
     BidiResponseStopEvent,
@@ -466,6 +467,8 @@ class CallSession:
             self._clock.agent_started(time.monotonic())
         if self._settings.greeting and self._inbound is not None:
             self._inbound.put_text(self._settings.greeting)
+            if self._clock is not None:
+                self._clock.agent_prompted(time.monotonic())
         self._spawn(self._send_loop(agent), "sender")
         await self._receive_loop(agent)
 
@@ -522,7 +525,7 @@ class CallSession:
 
     def _on_agent_event(self, event: Any) -> None:
         """Dispatch one agent event. Never awaits: the agent's queue holds a single event."""
-        if self._clock is not None:
+        if self._clock is not None and not isinstance(event, BidiConnectionStartEvent):  # not an answer
             self._clock.agent_event(time.monotonic())
         if isinstance(event, BidiAudioDeltaEvent):
             self._on_bot_audio(event)
@@ -540,6 +543,9 @@ class CallSession:
                 self._user_turn_ended = time.monotonic()
         elif isinstance(event, BidiToolUseBlocksEvent):
             self._log.info("tool calls: %s", ", ".join(use["name"] for use in event.tool_uses))
+            # A response that hands over to a tool has said what it had to say; strands keeps Nova's open
+            # until the next caller turn, which would hold a goodbye's hang-up to its cap.
+            self._responding = False
         elif isinstance(event, BidiConnectionRestartEvent):
             self._log.warning("model connection restarting (%s)", event.reason)
         elif isinstance(event, BidiConnectionStopEvent):
