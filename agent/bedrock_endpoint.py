@@ -18,6 +18,7 @@ Being the project's Nova adapter, the model also keeps Nova's barge-in marker ou
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import logging
@@ -90,6 +91,28 @@ def _trust_only(transport: Any, ca_bundle: str) -> None:
     transport._tls_ctx = crt_io.ClientTlsContext(options)
 
 
+ANSWER_WAIT_S = 2.0
+"""How long stop() lets a stream that has had no answer yet get one, before giving it up as dead."""
+
+
+async def _answers(stream: Any) -> bool:
+    """Whether the service has answered ``stream`` (HTTP 200 and headers), waiting up to ``ANSWER_WAIT_S``.
+
+    A stream stopped right after it was opened (a restart, an early hang-up) usually gets its answer in
+    milliseconds and is then closed the regular way; one whose connection never completes (awscrt does
+    not finish a TLS handshake it rejected) would make strands' stop() wait forever.
+    """
+    if stream.output_stream is not None:
+        return True
+    waiting = asyncio.ensure_future(stream.await_output())
+    done, _ = await asyncio.wait({waiting}, timeout=ANSWER_WAIT_S)
+    if not done:
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
+        return False
+    return waiting.exception() is None
+
+
 def _install() -> None:
     if strands_bedrock.AsyncBedrockRuntimeConfig is not _EndpointConfig:
         strands_bedrock.AsyncBedrockRuntimeConfig = _EndpointConfig  # type: ignore[misc]
@@ -158,7 +181,7 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
         will read."""
         lost = self._lost_connection is not None and self._lost_connection == self._connection_id
         stream = getattr(self, "_stream", None)
-        if lost or (stream is not None and stream.output_stream is None):  # gone, or never answered
+        if lost or (stream is not None and not await _answers(stream)):
             await self._abandon_stream()
         self._lost_connection = None
         await super().stop()

@@ -49,6 +49,12 @@ from ..conftest import TEST_SETTINGS, serve, settle_tasks
 from ..fakes.rest import FakeCallControl
 from ..fakes.twilio import FakeTwilioCall
 
+pytestmark = pytest.mark.filterwarnings(
+    # awscrt (0.32) reports a connection it gave up on (the untrusted-certificate test) by setting an exception on
+    # a future its own cancellation already settled; that InvalidStateError surfaces in whichever test runs then.
+    "ignore:Exception ignored in.*InvalidStateError:pytest.PytestUnraisableExceptionWarning"
+)
+
 MODEL_ID = "amazon.nova-2-sonic-v1:0"
 CALL_SID = "CA" + "1" * 32
 GREETING = "The caller has just been connected. Greet them."
@@ -104,8 +110,6 @@ async def nova_line(
     async with serve(app) as base:
         baseline = set(asyncio.all_tasks())
         yield NovaLine(base, app, nova, rest)
-        # A TLS handshake the client gave up on stays open on the local Nova's side: not the app's task.
-        baseline |= {task for task in asyncio.all_tasks() if task.get_coro().__name__ == "_accept_connection2"}
         leftover = await settle_tasks(baseline, timeout=session_module.AGENT_STOP_TIMEOUT_S + 2)
         assert not leftover, f"tasks still running after the calls ended: {leftover}"
         assert not app.state.sessions
@@ -501,8 +505,6 @@ async def test_an_unreachable_endpoint_gets_the_apology_and_names_the_endpoint(
     assert not local_nova.sessions
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # awscrt: set_exception on a
-# connection future its own cancellation already settled (InvalidStateError), after the client gave up on it
 async def test_an_untrusted_certificate_leaves_the_greeting_unanswered_until_the_silence_limit(
     local_nova: LocalNova, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -515,11 +517,25 @@ async def test_an_untrusted_certificate_leaves_the_greeting_unanswered_until_the
     caplog.set_level(logging.INFO)
     async with nova_line(local_nova, monkeypatch, agent_silence_timeout_s=1.5) as line:
         call = await call_until_hung_up(line)
+        await close_pending_handshakes()
     assert heard_the_apology(call)
     apology_started = min(frame.at for frame in call.heard if frame.payload == load_apology()[:160])
     assert 1.5 < apology_started < 1.5 + 1.5
     assert "agent unresponsive: the caller spoke and the agent produced nothing" in caplog.text
     assert not local_nova.sessions
+
+
+async def close_pending_handshakes() -> None:
+    """End the local Nova's side of TLS handshakes the client abandoned (asyncio would wait 60 s).
+
+    awscrt then reports its failed connection sooner (its callback trips over a future its own cancellation
+    settled: see ``pytestmark``).
+    """
+    pending = [task for task in asyncio.all_tasks() if task.get_coro().__name__ == "_accept_connection2"]
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    await asyncio.sleep(0.3)
 
 
 # --- limits and broken streams -------------------------------------------------------------------------
@@ -539,7 +555,8 @@ async def test_the_connection_limit_restarts_the_model_and_the_call_goes_on(
         async with line.caller() as call:
             await call.connect()
             await call.silence(3.2)  # the first connection reaches its limit at 2.4 s
-            await talk(call, 0.5, 1.6)
+            await talk(call, 0.5, 0.0)
+            await listen_until(call, lambda call: seconds_of(heard_hz(call), ANSWER_HZ) >= 0.46)
             await call.stop()
 
     first, second = local_nova.sessions[:2]

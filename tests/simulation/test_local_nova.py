@@ -249,12 +249,9 @@ async def test_service_errors_surface_from_receive_with_their_type(
             await collect(agent, lambda e: False)
         assert raised.value.message == fault.message
     finally:
-        if fault.kind == "reject":
-            # stop() closes the failed stream, which raises the same error again (wrapped by stop_all).
-            with pytest.raises(RuntimeError, match=expected.__name__):
-                await agent.stop()
-        else:
-            await agent.stop()
+        # strands' own stop() would close the failed stream and raise the error again (wrapped by stop_all);
+        # the adapter drops a stream whose receive() failed, so stop() is clean and quick.
+        await asyncio.wait_for(agent.stop(), 1.0)
     assert len(local_nova.rejected) == (fault.kind == "reject")
     assert len(local_nova.sessions) == (fault.kind != "reject")  # no retry of a rejected stream
 
