@@ -11,20 +11,30 @@ The seam is the SDK config class that strands' module looks up when it resolves 
 it is replaced once by a subclass that applies the endpoint of the model being started (carried in a
 context variable) and otherwise changes nothing, so instances of strands' own class behave
 exactly as before. ``SSL_CERT_FILE`` keeps working, since without ``AWS_CA_BUNDLE`` TLS is untouched.
+
+Being the project's Nova adapter, the model also keeps Nova's barge-in marker out of transcripts
+(``agent.nova_marker``) and attaches the operator's next step to Bedrock errors (``agent.nova_errors``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import strands.bidi.models.bedrock as strands_bedrock
 from awscrt import io as crt_io
 from strands.bidi.models import BedrockNovaSonicModel as StrandsNovaSonicModel
+from strands.bidi.models.model import ConnectionTimeoutError
+from strands.bidi.types import BidiOutputEvent
+
+from .nova_errors import NovaTarget, add_operator_hint
+from .nova_marker import is_marker_text, without_interrupted_marker
 
 __all__ = ["BedrockEndpoint", "BedrockNovaSonicModel"]
 
@@ -81,6 +91,28 @@ def _trust_only(transport: Any, ca_bundle: str) -> None:
     transport._tls_ctx = crt_io.ClientTlsContext(options)
 
 
+ANSWER_WAIT_S = 2.0
+"""How long stop() lets a stream that has had no answer yet get one, before giving it up as dead."""
+
+
+async def _answers(stream: Any) -> bool:
+    """Whether the service has answered ``stream`` (HTTP 200 and headers), waiting up to ``ANSWER_WAIT_S``.
+
+    A stream stopped right after it was opened (a restart, an early hang-up) usually gets its answer in
+    milliseconds and is then closed the regular way; one whose connection never completes (awscrt does
+    not finish a TLS handshake it rejected) would make strands' stop() wait forever.
+    """
+    if stream.output_stream is not None:
+        return True
+    waiting = asyncio.ensure_future(stream.await_output())
+    done, _ = await asyncio.wait({waiting}, timeout=ANSWER_WAIT_S)
+    if not done:
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
+        return False
+    return waiting.exception() is None
+
+
 def _install() -> None:
     if strands_bedrock.AsyncBedrockRuntimeConfig is not _EndpointConfig:
         strands_bedrock.AsyncBedrockRuntimeConfig = _EndpointConfig  # type: ignore[misc]
@@ -95,17 +127,27 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
     def __init__(self, *, endpoint: BedrockEndpoint | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._endpoint = endpoint
+        self._endpoint_url = f"https://bedrock-runtime.{self.region}.amazonaws.com"
+        self._lost_connection: str | None = None
 
     async def start(self, *args: Any, **kwargs: Any) -> None:
         endpoint = self._endpoint or BedrockEndpoint.from_env()
+        self._endpoint_url = endpoint.url or f"https://bedrock-runtime.{self.region}.amazonaws.com"
+        try:
+            await self._start_at(endpoint, *args, **kwargs)
+        except Exception as error:
+            add_operator_hint(error, self._target())
+            raise
+
+    async def _start_at(self, endpoint: BedrockEndpoint, *args: Any, **kwargs: Any) -> None:
         if not endpoint.configured:
-            log.info("nova sonic endpoint: https://bedrock-runtime.%s.amazonaws.com", self.region)
+            log.info("nova sonic endpoint: %s", self._endpoint_url)
             await super().start(*args, **kwargs)
             return
         _install()
         log.info(
             "nova sonic endpoint: %s%s",
-            endpoint.url or f"https://bedrock-runtime.{self.region}.amazonaws.com",
+            self._endpoint_url,
             f" (trusting {endpoint.ca_bundle})" if endpoint.ca_bundle else "",
         )
         token = _starting.set(endpoint)
@@ -113,3 +155,69 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
             await super().start(*args, **kwargs)
         finally:
             _starting.reset(token)
+
+    async def receive(self) -> AsyncGenerator[BidiOutputEvent, None]:  # type: ignore[override]
+        """strands' events without Nova's barge-in marker in transcripts; errors carry the operator's hint."""
+        connection_id = self._connection_id
+        try:
+            async with contextlib.aclosing(without_interrupted_marker(super().receive())) as events:
+                async for event in events:
+                    yield event
+        except ConnectionTimeoutError:
+            raise  # Nova's connection limit: strands restarts, closing this stream the regular way
+        except Exception as error:
+            add_operator_hint(error, self._target())
+            self._lose(connection_id)
+            raise
+        self._lose(connection_id)
+
+    def _lose(self, connection_id: str | None) -> None:
+        """The stream of ``connection_id`` ended without a stop(): the service, a proxy or the network ended it."""
+        if connection_id is not None and self._connection_id == connection_id:
+            self._lost_connection = connection_id
+
+    async def stop(self) -> None:
+        """strands' stop; for a stream that ended unasked or never got an answer, without waiting for input nobody
+        will read."""
+        lost = self._lost_connection is not None and self._lost_connection == self._connection_id
+        stream = getattr(self, "_stream", None)
+        if lost or (stream is not None and not await _answers(stream)):
+            await self._abandon_stream()
+        self._lost_connection = None
+        await super().stop()
+
+    async def _abandon_stream(self) -> None:
+        """Drop a stream that failed, was reset (HTTP/2 RST_STREAM) or never connected, so ``stop()`` cannot hang.
+
+        strands' ``stop()`` sends the closing events and then closes the SDK's input stream, which waits
+        (smithy's ``close(flush=True)``) for buffered input to be read: after a reset nothing reads it,
+        and stop() would wait forever. Closing the input without flushing and forgetting the stream
+        lets strands' stop() skip both steps and still close the client and reset its state.
+        """
+        stream = getattr(self, "_stream", None)
+        if stream is None:
+            return
+        log.info("nova sonic stream ended without a stop: dropping its unsent input")
+        writer = getattr(stream.input_stream, "_writer", None)
+        try:
+            if writer is not None and callable(getattr(writer, "close", None)):
+                await writer.close(flush=False)
+            output = getattr(stream, "output_stream", None)
+            if output is not None:
+                await output.close()
+        except Exception as error:  # noqa: BLE001 - the stream is gone either way
+            log.debug("closing the lost nova stream: %r", error)
+        del self._stream
+
+    def _log_event_type(self, nova_event: dict[str, Any]) -> None:
+        """strands' debug log of each Nova event, minus the marker's text (the barge-in is logged anyway)."""
+        text = nova_event.get("textOutput", {}).get("content") if "textOutput" in nova_event else None
+        if isinstance(text, str) and is_marker_text(text):
+            log.debug("nova barge-in marker received")
+            return
+        super()._log_event_type(nova_event)
+
+    def _target(self) -> NovaTarget:
+        return NovaTarget(
+            model_id=str(self._config.get("model_id", "?")), region=self.region, endpoint=self._endpoint_url
+        )

@@ -18,7 +18,9 @@ DEFAULT_MODEL_IDS = {
     "gemini": "gemini-live-2.5-flash-preview",
 }
 NOVA_SAMPLE_RATE = 16000
-"""Nova Sonic accepts 8, 16 or 24 kHz; 16 kHz both ways matches telephone bandwidth with headroom."""
+"""Nova Sonic accepts 8, 16 or 24 kHz; 16 kHz in matches telephone bandwidth with headroom. Its output
+rate is ``VOICEBOT_NOVA_OUTPUT_RATE`` (16 kHz by default; 24 kHz costs the bridge a 3:1 resampler instead
+of 2:1 and carries nothing the 8 kHz phone line keeps)."""
 
 
 def create_model(settings: Settings) -> BidiModel:
@@ -29,7 +31,7 @@ def create_model(settings: Settings) -> BidiModel:
     if settings.model == "nova":
         from .bedrock_endpoint import BedrockNovaSonicModel
 
-        audio: Any = {"input": {"sample_rate": NOVA_SAMPLE_RATE}, "output": {"sample_rate": NOVA_SAMPLE_RATE}}
+        audio: Any = {"input": {"sample_rate": NOVA_SAMPLE_RATE}, "output": {"sample_rate": settings.nova_output_rate}}
         voice = settings.voice or "matthew"
         return BedrockNovaSonicModel(model_id=model_id, region=settings.aws_region, voice=voice, audio=audio)
     try:

@@ -27,6 +27,7 @@ import socket
 import statistics
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,8 +85,17 @@ def proc_rss_mb(pid: int) -> float:
     return int(match.group(1)) / 1024 if match else 0.0
 
 
-async def start_server(port: int, log_level: str = "WARNING", log: Any = None) -> asyncio.subprocess.Process:
-    """`voicebot serve` with the turn-taking fake agent, pinned to CPU 0; its log goes to ``log`` if given."""
+FAKE_AGENT = "tests.fakes.turns:turn_taking_agent"
+
+
+async def start_server(
+    port: int,
+    log_level: str = "WARNING",
+    log: Any = None,
+    agent: str = FAKE_AGENT,
+    extra_env: dict[str, str] | None = None,
+) -> asyncio.subprocess.Process:
+    """`voicebot serve` with ``agent`` (the turn-taking fake), pinned to CPU 0; its log goes to ``log`` if given."""
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -95,11 +105,12 @@ async def start_server(port: int, log_level: str = "WARNING", log: Any = None) -
         "VOICEBOT_LOG_LEVEL": log_level,
         "VOICEBOT_GREETING": "Greet the caller.",
         "VOICEBOT_CALLER_SILENCE_TIMEOUT": "30",
+        **(extra_env or {}),
     }
     for name in ("TWILIO_AUTH_TOKEN", "TWILIO_ACCOUNT_SID", "PUBLIC_URL", "VOICEBOT_RECORD_DIR"):
         env.pop(name, None)
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "telephony.cli", "serve", "--agent", "tests.fakes.turns:turn_taking_agent",
+        sys.executable, "-m", "telephony.cli", "serve", "--agent", agent,
         cwd=ROOT, env=env, preexec_fn=lambda: os.sched_setaffinity(0, {0}), stderr=log,
     )  # fmt: skip
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
@@ -236,10 +247,17 @@ async def one_call(base: str, index: int, seconds: float, result: CallerResult) 
             await caller.stop()
 
 
-async def run(calls: int, seconds: float) -> Run:
+ServerStarter = Callable[[int], Awaitable[asyncio.subprocess.Process]]
+Profiler = Callable[[int, float], Awaitable[None]]
+
+
+async def run(
+    calls: int, seconds: float, server_starter: ServerStarter = start_server, profile: Profiler | None = None
+) -> Run:
+    """One load run; ``profile(pid, seconds)``, if given, runs over the CPU measurement window."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = await start_server(port)
+    server = await server_starter(port)
     report = Run(calls)
     try:
         await asyncio.sleep(0.5)
@@ -256,7 +274,8 @@ async def run(calls: int, seconds: float) -> Run:
         tasks = [asyncio.create_task(staggered(index)) for index in range(calls)]
         await asyncio.sleep(8.0)  # every call connected and talking
         cpu_before, wall_before = proc_cpu_seconds(server.pid), time.monotonic()
-        await asyncio.sleep(max(1.0, seconds - 8.0))
+        window = max(1.0, seconds - 8.0)
+        await asyncio.gather(asyncio.sleep(window), *([profile(server.pid, window - 0.5)] if profile else []))
         cpu_used = proc_cpu_seconds(server.pid) - cpu_before
         report.cpu_percent_per_call = 100 * cpu_used / (time.monotonic() - wall_before) / calls
         report.rss_mb_per_call = (proc_rss_mb(server.pid) - idle_rss) / calls

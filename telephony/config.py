@@ -19,6 +19,7 @@ TRANSFER_MODES = ("cold", "warm")
 TWILIO_HOLD_MUSIC = "https://twimlets.com/holdmusic?Bucket=com.twilio.music.classical"
 """Twilio's own hold-music twimlet: what a conference plays while waiting when no waitUrl is given."""
 MODEL_PROVIDERS = ("nova", "openai", "gemini", "local")
+NOVA_RATES = (8000, 16000, 24000)
 E164 = re.compile(r"\+[1-9][0-9]{7,14}")
 
 
@@ -52,6 +53,7 @@ class Settings:
     model_id: str | None = None
     voice: str | None = None
     aws_region: str = "us-east-1"
+    nova_output_rate: int = 16000
     system_prompt: str | None = None
     greeting: str = "The caller has just been connected. Greet them in one short sentence."
     # Call behaviour.
@@ -128,6 +130,7 @@ _ENV_NAMES: dict[str, str] = {
     "model_id": "VOICEBOT_MODEL_ID",
     "voice": "VOICEBOT_VOICE",
     "aws_region": "AWS_REGION",
+    "nova_output_rate": "VOICEBOT_NOVA_OUTPUT_RATE",
     "system_prompt": "VOICEBOT_SYSTEM_PROMPT",
     "greeting": "VOICEBOT_GREETING",
     "start_timeout_s": "VOICEBOT_START_TIMEOUT",
@@ -258,6 +261,11 @@ def validate(settings: Settings) -> None:
         raise ConfigError(f"VOICEBOT_PORT={settings.port} is out of range: use 1-65535")
     if settings.model not in MODEL_PROVIDERS:
         raise ConfigError(f"VOICEBOT_MODEL={settings.model!r} is unknown: choose one of {', '.join(MODEL_PROVIDERS)}")
+    if settings.nova_output_rate not in NOVA_RATES:
+        raise ConfigError(
+            f"VOICEBOT_NOVA_OUTPUT_RATE={settings.nova_output_rate} is not a rate Nova Sonic speaks: use 8000, 16000 "
+            "or 24000"
+        )
     if ":" not in settings.agent:
         raise ConfigError(f"VOICEBOT_AGENT={settings.agent!r} must look like 'package.module:function'")
     if bool(settings.twilio_account_sid) != bool(settings.twilio_auth_token):

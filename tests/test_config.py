@@ -61,6 +61,8 @@ def test_secrets_stay_out_of_repr() -> None:
         ({"TWILIO_ACCOUNT_SID": "AC1", "TWILIO_AUTH_TOKEN": "x"}, "PUBLIC_URL is not set"),
         ({"TWILIO_PHONE_NUMBER": "555-1234"}, "TWILIO_PHONE_NUMBER"),
         ({"VOICEBOT_TRANSFER_TO": "front desk"}, "VOICEBOT_TRANSFER_TO"),
+        ({"VOICEBOT_NOVA_OUTPUT_RATE": "22050"}, "VOICEBOT_NOVA_OUTPUT_RATE=22050 is not a rate Nova Sonic speaks"),
+        ({"VOICEBOT_NOVA_OUTPUT_RATE": "24k"}, "VOICEBOT_NOVA_OUTPUT_RATE"),
     ],
 )
 def test_bad_values_name_the_variable(environ: dict[str, str], names: str) -> None:
@@ -111,3 +113,13 @@ def test_warm_transfer_settings() -> None:
 def test_bad_warm_transfer_settings_name_the_variable(change: dict[str, str], names: str) -> None:
     with pytest.raises(ConfigError, match=names):
         load_settings({**WARM_ENV, **change})
+
+
+def test_nova_output_rate_reaches_the_model() -> None:
+    from agent.models import create_model
+    from telephony.config import load_settings
+
+    settings = load_settings({"VOICEBOT_NOVA_OUTPUT_RATE": "24000"}, dotenv=None)
+    model = create_model(settings)
+    assert model.get_audio_config()["output"]["sample_rate"] == 24000  # type: ignore[attr-defined]
+    assert model.get_audio_config()["input"]["sample_rate"] == 16000  # type: ignore[attr-defined]

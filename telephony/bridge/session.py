@@ -31,6 +31,7 @@ from strands.bidi.types import (
     BidiAudioStopEvent,
     BidiBargeInEvent,
     BidiConnectionRestartEvent,
+    BidiConnectionStartEvent,
     BidiConnectionStopEvent,
     BidiResponseStartEvent,
     BidiResponseStopEvent,
@@ -40,6 +41,7 @@ from strands.bidi.types import (
 
 from telephony.bridge.agent_factory import AgentFactory, agent_info, build_agent
 from telephony.bridge.caller_speech import CallerSpeech
+from telephony.bridge.failure import error_summary, operator_notes
 from telephony.bridge.inbound import InboundBuffer
 from telephony.bridge.model_guard import guard_model_stream
 from telephony.bridge.observer import ObserverFactory, Observers
@@ -510,7 +512,7 @@ class CallSession:
             async with asyncio.timeout(self._settings.agent_start_timeout_s):
                 agent = await self._start_agent(self.call)
         except Exception as error:  # noqa: BLE001 - any start failure gets the apology
-            reason = "timed out" if isinstance(error, TimeoutError) else repr(error)
+            reason = "timed out" if isinstance(error, TimeoutError) else error_summary(error)
             self._fail(f"agent failed to start: {reason}", error, kind="agent_start")
             return
         self._log.info(
@@ -521,6 +523,8 @@ class CallSession:
         greeting = self._settings.greeting if self._role.greeting is None else self._role.greeting
         if greeting and self._inbound is not None:
             self._inbound.put_text(greeting)
+            if self._clock is not None:
+                self._clock.agent_prompted(time.monotonic())
         self._spawn(self._send_loop(agent), "sender")
         await self._receive_loop(agent)
 
@@ -563,7 +567,7 @@ class CallSession:
                     await agent.send(AudioDelta(format="pcm", source={"bytes": item}))
                     self.latency.add("frame_to_send", time.monotonic() - received_at)
             except Exception as error:  # noqa: BLE001 - a failing model gets the apology
-                self._fail(f"agent rejected input: {error!r}", error, kind="agent_input")
+                self._fail(f"agent rejected input: {error_summary(error)}", error, kind="agent_input")
                 return
 
     async def _receive_loop(self, agent: BidiAgent) -> None:
@@ -572,14 +576,14 @@ class CallSession:
                 self._observers.notify("agent_event", event)
                 self._on_agent_event(event)
         except Exception as error:  # noqa: BLE001 - a failing model gets the apology
-            self._fail(f"agent failed mid-call: {error!r}", error, kind="agent_stream")
+            self._fail(f"agent failed mid-call: {error_summary(error)}", error, kind="agent_stream")
             return
         self._log.info("agent ended the conversation")
         self._arm_goodbye("agent stopped")
 
     def _on_agent_event(self, event: Any) -> None:
         """Dispatch one agent event. Never awaits: the agent's queue holds a single event."""
-        if self._clock is not None:
+        if self._clock is not None and not isinstance(event, BidiConnectionStartEvent):  # not an answer
             self._clock.agent_event(time.monotonic())
         if isinstance(event, BidiAudioDeltaEvent):
             self._on_bot_audio(event)
@@ -597,6 +601,9 @@ class CallSession:
             self.transcript.append((speaker, event.transcript))
         elif isinstance(event, BidiToolUseBlocksEvent):
             self._log.info("tool calls: %s", ", ".join(use["name"] for use in event.tool_uses))
+            # A response that hands over to a tool has said what it had to say; strands keeps Nova's open
+            # until the next caller turn, which would hold a goodbye's hang-up to its cap.
+            self._responding = False
         elif isinstance(event, BidiConnectionRestartEvent):
             self._log.warning("model connection restarting (%s)", event.reason)
         elif isinstance(event, BidiConnectionStopEvent):
@@ -789,8 +796,14 @@ class CallSession:
             return
         self._failing = True
         self._count_error(kind)
-        self._log.error("%s", reason, exc_info=error if self._log.isEnabledFor(logging.DEBUG) else None)
-        self._observers.notify("note", "error", reason)
+        notes = operator_notes(error)
+        self._log.error(
+            "%s%s",
+            reason,
+            "".join(f" | {note}" for note in notes),
+            exc_info=error if self._log.isEnabledFor(logging.DEBUG) else None,
+        )
+        self._observers.notify("note", "error", " | ".join([reason, *notes]))
         if self._goodbye is not None:
             self._goodbye.cancel()
             self._goodbye = None

@@ -26,7 +26,7 @@ class Limits:
     caller_silence_s: float = 15.0
     """Twilio sends a frame every 20 ms even when nobody speaks; none for this long means the stream died."""
     agent_silence_s: float = 20.0
-    """The caller spoke and the agent has produced no event at all for this long."""
+    """The caller spoke (or the agent was asked to greet) and the agent has produced no event at all for this long."""
     wrap_up_s: float = 20.0
     """Time the agent gets to say goodbye (and have it heard) once told to wrap up."""
 
@@ -46,6 +46,14 @@ class CallClock:
         self._last_media = now
         if voiced:
             self._caller_spoke = now
+
+    def agent_prompted(self, now: float) -> None:
+        """The agent was asked to speak (the greeting): silence from here counts as if the caller had spoken.
+
+        A model whose connection never comes up (the CRT client waits forever on a TLS handshake it
+        rejected) or stalls before its first words would otherwise leave a quiet caller in dead air.
+        """
+        self._caller_spoke = now
 
     def agent_started(self, now: float) -> None:
         self._agent_running = True
@@ -77,7 +85,7 @@ class CallClock:
             reached.append(Verdict.STREAM_GONE)
         if self._wrap_up_deadline is not None and now >= self._wrap_up_deadline:
             reached.append(Verdict.FORCE_END)
-        if self._agent_running and self._caller_spoke is not None and self._caller_spoke > self._last_agent_event:
+        if self._agent_running and self._caller_spoke is not None and self._caller_spoke >= self._last_agent_event:
             if now - self._last_agent_event >= limits.agent_silence_s:
                 reached.append(Verdict.AGENT_UNRESPONSIVE)
         if elapsed >= limits.max_call_s:

@@ -114,3 +114,25 @@ async def test_a_flood_of_garbage_closes_the_stream_and_spares_other_calls() -> 
             await good.stop()
     assert bad.close_code == 1008
     assert any(frame_hz(payload) == 1000 for payload in good.media_payloads())
+
+
+def test_an_agent_asked_to_greet_that_says_nothing_is_unresponsive() -> None:
+    """A model whose connection never comes up leaves a quiet caller in dead air unless the greeting counts."""
+    clock = CallClock(LIMITS, now=0)
+    clock.agent_started(0)
+    clock.agent_prompted(0)
+    for tick in range(1, 10):
+        clock.media(tick, voiced=False)
+        assert clock.check(tick) is None
+    clock.media(10, voiced=False)
+    assert clock.check(10) is Verdict.AGENT_UNRESPONSIVE
+
+
+def test_an_agent_that_answers_its_greeting_prompt_is_not_unresponsive() -> None:
+    clock = CallClock(LIMITS, now=0)
+    clock.agent_started(0)
+    clock.agent_prompted(0)
+    clock.agent_event(0.5)
+    for tick in range(1, 40):
+        clock.media(tick, voiced=False)
+        assert clock.check(tick) is None

@@ -182,7 +182,10 @@ async def test_caller_talking_over_the_reply_is_a_barge_in(local_nova: LocalNova
     sent_audio = sum(len(base64.b64decode(e["audio"])) for e in of_type(events, BidiAudioDeltaEvent))
     assert sent_audio < 3.0 * 16000 * 2 + 0.2 * 16000 * 2  # the long reply was cut
     first, second = transcripts(events, "assistant")
-    assert first == f"Here is a very long answer. {INTERRUPTED_MARKER}"  # the marker arrives as transcript text
+    # Nova sent its marker as text (strands alone would append it to the transcript); the adapter drops it.
+    assert first == "Here is a very long answer."
+    assert INTERRUPTED_MARKER not in str(events)
+    assert of_type(events, BidiBargeInEvent)  # the barge-in itself still comes through
     assert second == "Go ahead."
     assert "INTERRUPTED" not in str(local_nova.sessions[0].violations)
 
@@ -246,18 +249,19 @@ async def test_service_errors_surface_from_receive_with_their_type(
             await collect(agent, lambda e: False)
         assert raised.value.message == fault.message
     finally:
-        if fault.kind == "reject":
-            # stop() closes the failed stream, which raises the same error again (wrapped by stop_all).
-            with pytest.raises(RuntimeError, match=expected.__name__):
-                await agent.stop()
-        else:
-            await agent.stop()
+        # strands' own stop() would close the failed stream and raise the error again (wrapped by stop_all);
+        # the adapter drops a stream whose receive() failed, so stop() is clean and quick.
+        await asyncio.wait_for(agent.stop(), 1.0)
     assert len(local_nova.rejected) == (fault.kind == "reject")
     assert len(local_nova.sessions) == (fault.kind != "reject")  # no retry of a rejected stream
 
 
-async def test_reset_stream_goes_quiet_without_an_error(local_nova: LocalNova) -> None:
-    """RST_STREAM reaches neither receive() nor send(): the bridge's watchdog must catch the silence."""
+async def test_reset_stream_goes_quiet_without_an_error_and_stop_does_not_hang(local_nova: LocalNova) -> None:
+    """RST_STREAM reaches neither receive() nor send(): the bridge's watchdog must catch the silence.
+
+    strands' own stop() then waits forever for input nobody reads (smithy's flushing close); the
+    project's adapter (agent.bedrock_endpoint) sees that its receive() ended unasked and drops the stream.
+    """
     local_nova.faults.push(Fault.reset(after_s=0.0))
     agent = nova_agent()
     await agent.start()
@@ -268,16 +272,7 @@ async def test_reset_stream_goes_quiet_without_an_error(local_nova: LocalNova) -
         with pytest.raises(TimeoutError):
             await collect(agent, lambda e: False, timeout=0.3)
     finally:
-        stopping = asyncio.create_task(agent.stop())
-        done, _ = await asyncio.wait({stopping}, timeout=0.3)
-        hung = not done
-        await local_nova.aclose()
-        await asyncio.wait({stopping}, timeout=0.3)
-        released = stopping.done()
-        stopping.cancel()
-        await asyncio.gather(stopping, return_exceptions=True)
-    assert hung, "stop() no longer hangs after RST_STREAM: update the design notes"
-    assert not released, "closing the connection now releases stop(): update the design notes"
+        await asyncio.wait_for(agent.stop(), 1.0)
     assert local_nova.sessions[0].ended_by == "fault: reset"
 
 
