@@ -42,4 +42,4 @@ async def test_a_joined_chunk_carries_the_arrival_time_of_its_oldest_part() -> N
     buffer = InboundBuffer(max_audio_bytes=100)
     buffer.put_audio(b"a", received_at=1.0)
     buffer.put_audio(b"b", received_at=2.0)
-    assert await buffer.get() == (b"ab", 1.0)
+    assert await buffer.get() == (b"ab", 1.0, 2.0)
