@@ -11,6 +11,9 @@ The seam is the SDK config class that strands' module looks up when it resolves 
 it is replaced once by a subclass that applies the endpoint of the model being started (carried in a
 context variable) and otherwise changes nothing, so instances of strands' own class behave
 exactly as before. ``SSL_CERT_FILE`` keeps working, since without ``AWS_CA_BUNDLE`` TLS is untouched.
+
+The same seam gives each connection's CRT client the process's shared event-loop group
+(``agent.crt_loop``, ``VOICEBOT_CRT_THREADS``) instead of a thread of its own per call.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from typing import Any
 import strands.bidi.models.bedrock as strands_bedrock
 from awscrt import io as crt_io
 from strands.bidi.models import BedrockNovaSonicModel as StrandsNovaSonicModel
+
+from .crt_loop import shared_event_loop
 
 __all__ = ["BedrockEndpoint", "BedrockNovaSonicModel"]
 
@@ -53,23 +58,43 @@ class BedrockEndpoint:
         return self.url is not None or self.ca_bundle is not None
 
 
-_starting: contextvars.ContextVar[BedrockEndpoint | None] = contextvars.ContextVar("bedrock_endpoint", default=None)
+@dataclass(frozen=True)
+class _Start:
+    """What the model being started asks of its client: endpoint and trust, and shared I/O threads (0: none)."""
+
+    endpoint: BedrockEndpoint
+    crt_threads: int
+
+
+_starting: contextvars.ContextVar[_Start | None] = contextvars.ContextVar("bedrock_endpoint", default=None)
 _SDKConfig = strands_bedrock.AsyncBedrockRuntimeConfig
 
 
 class _EndpointConfig(_SDKConfig):  # type: ignore[misc, valid-type]
-    """The SDK config, with the endpoint and trust of the model being started by this module (if any)."""
+    """The SDK config, with the endpoint, trust and event loop of the model being started by this module."""
 
     @classmethod
     async def resolve(cls, **overrides: Any) -> Any:  # type: ignore[override]
-        endpoint = _starting.get()
-        if endpoint is not None:
+        start = _starting.get()
+        if start is not None:
+            endpoint = start.endpoint
             if endpoint.url is not None:
                 overrides["endpoint_uri"] = endpoint.url
             transport = overrides.get("transport")
+            if start.crt_threads and transport is not None:
+                transport = overrides["transport"] = _on_shared_loop(transport, start.crt_threads)
             if endpoint.ca_bundle is not None and transport is not None:
                 _trust_only(transport, endpoint.ca_bundle)
         return await _SDKConfig.resolve(**overrides)
+
+
+def _on_shared_loop(transport: Any, threads: int) -> Any:
+    """The same kind of CRT client as ``transport`` (strands' subclass), on the process's shared event loop."""
+    try:
+        return type(transport)(eventloop=shared_event_loop(threads))
+    except TypeError:  # a transport that takes no event loop: leave it as strands made it
+        log.warning("VOICEBOT_CRT_THREADS: %s takes no shared event loop; keeping its own", type(transport).__name__)
+        return transport
 
 
 def _trust_only(transport: Any, ca_bundle: str) -> None:
@@ -92,13 +117,15 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
     Same name as its parent on purpose: it is that model, plus the standard endpoint settings.
     """
 
-    def __init__(self, *, endpoint: BedrockEndpoint | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, endpoint: BedrockEndpoint | None = None, crt_threads: int = 1, **kwargs: Any) -> None:
+        """``crt_threads``: I/O threads shared by every connection in the process (0: one per call, as strands)."""
         super().__init__(**kwargs)
         self._endpoint = endpoint
+        self._crt_threads = crt_threads
 
     async def start(self, *args: Any, **kwargs: Any) -> None:
         endpoint = self._endpoint or BedrockEndpoint.from_env()
-        if not endpoint.configured:
+        if not endpoint.configured and not self._crt_threads:
             log.info("nova sonic endpoint: https://bedrock-runtime.%s.amazonaws.com", self.region)
             await super().start(*args, **kwargs)
             return
@@ -108,7 +135,7 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
             endpoint.url or f"https://bedrock-runtime.{self.region}.amazonaws.com",
             f" (trusting {endpoint.ca_bundle})" if endpoint.ca_bundle else "",
         )
-        token = _starting.set(endpoint)
+        token = _starting.set(_Start(endpoint, self._crt_threads))
         try:
             await super().start(*args, **kwargs)
         finally:
