@@ -94,6 +94,8 @@ class Settings:
         """Worker processes ``serve`` runs: VOICEBOT_WORKERS, or one per core this process may use (capped)."""
         if self.workers:
             return self.workers
+        if self.console:
+            return 1  # the console's live state (tickets, event feeds) lives in one process
         try:
             cores = len(os.sched_getaffinity(0))
         except AttributeError:  # not on Linux
@@ -289,6 +291,11 @@ def validate(settings: Settings) -> None:
         raise ConfigError(
             f"VOICEBOT_WORKERS={settings.workers} must be between 1 and {MAX_WORKERS} (0: one per core, "
             f"at most {MAX_WORKERS})"
+        )
+    if settings.console and settings.workers > 1:
+        raise ConfigError(
+            "VOICEBOT_CONSOLE keeps each console call's live state in one process: run it with VOICEBOT_WORKERS=1 "
+            "(or leave VOICEBOT_WORKERS unset)"
         )
     if settings.workers > 1 and settings.port + settings.workers > 65535:
         raise ConfigError(f"VOICEBOT_PORT={settings.port} leaves no room for the workers' own ports above it")
