@@ -40,6 +40,9 @@ class SendChunks:
     quiet_bytes: int
     speaking_bytes: int
     bot_speaking: Callable[[], bool]
+    most_bytes: int = 4000
+    """Cap per send (500 ms of μ-law): a backlog after a reconnect goes out in several sends, since Nova
+    refuses an ``audioInput`` of more than a second."""
 
     def __call__(self) -> int:
         return self.speaking_bytes if self.bot_speaking() else self.quiet_bytes
@@ -72,12 +75,15 @@ class InboundBuffer:
         self._texts += 1
         self._ready.set()
 
-    async def get(self, min_audio_bytes: int | Callable[[], int] = 0) -> Inbound:
-        """Next text item, or all audio queued up to the next text item joined into one chunk.
+    async def get(self, min_audio_bytes: int | Callable[[], int] = 0, most_bytes: int | None = None) -> Inbound:
+        """Next text item, or the audio queued up to the next text item joined into one chunk.
 
         Audio waits until at least ``min_audio_bytes`` (a number, or a function asked at each new
         piece, so the size can follow the call) are queued, unless a text item is queued behind it.
+        A chunk holds at most ``most_bytes`` (whole pieces; ``SendChunks.most_bytes`` when it is one).
         """
+        if most_bytes is None:
+            most_bytes = getattr(min_audio_bytes, "most_bytes", None)
         while not self._ready_to_give(min_audio_bytes):
             self._ready.clear()
             await self._ready.wait()
@@ -86,10 +92,14 @@ class InboundBuffer:
             self._texts -= 1
             return Inbound(first, received_at, received_at)
         chunks = [first]
+        size = len(first)
         newest_at = received_at
         while self._items and isinstance(self._items[0][0], bytes):
+            if most_bytes is not None and size + len(self._items[0][0]) > most_bytes:
+                break
             chunk, newest_at = self._items.popleft()
             chunks.append(chunk)  # type: ignore[arg-type]
+            size += len(chunk)
         audio = b"".join(chunks)
         self._audio_bytes -= len(audio)
         return Inbound(audio, received_at, newest_at)

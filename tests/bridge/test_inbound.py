@@ -73,3 +73,12 @@ async def test_chunks_are_smaller_while_the_bot_is_heard() -> None:
     assert (await asyncio.wait_for(getter, 1)).item == b"a" * 160 + b"b" * 160
     buffer.put_audio(b"c" * 160)
     assert (await asyncio.wait_for(buffer.get(chunks), 1)).item == b"c" * 160
+
+
+async def test_a_backlog_goes_out_in_sends_of_at_most_the_cap() -> None:
+    chunks = SendChunks(quiet_bytes=480, speaking_bytes=320, bot_speaking=lambda: False, most_bytes=800)
+    buffer = InboundBuffer(max_audio_bytes=16_000)
+    for _ in range(12):  # 240 ms queued while the model was reconnecting
+        buffer.put_audio(b"x" * 160)
+    sizes = [len((await asyncio.wait_for(buffer.get(chunks), 1)).item) for _ in range(2)]
+    assert sizes == [800, 800] and buffer.audio_bytes == 320  # the rest waits to fill a chunk
