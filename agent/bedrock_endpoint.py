@@ -14,6 +14,8 @@ exactly as before. ``SSL_CERT_FILE`` keeps working, since without ``AWS_CA_BUNDL
 
 Being the project's Nova adapter, the model also keeps Nova's barge-in marker out of transcripts
 (``agent.nova_marker``) and attaches the operator's next step to Bedrock errors (``agent.nova_errors``).
+The same seam gives each connection's CRT client the process's shared event-loop group
+(``agent.crt_loop``, ``VOICEBOT_CRT_THREADS``) instead of a thread of its own per call.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from strands.bidi.models import BedrockNovaSonicModel as StrandsNovaSonicModel
 from strands.bidi.models.model import ConnectionTimeoutError
 from strands.bidi.types import BidiOutputEvent
 
+from .crt_loop import shared_event_loop
 from .nova_errors import NovaTarget, add_operator_hint
 from .nova_marker import is_marker_text, without_interrupted_marker
 
@@ -63,23 +66,43 @@ class BedrockEndpoint:
         return self.url is not None or self.ca_bundle is not None
 
 
-_starting: contextvars.ContextVar[BedrockEndpoint | None] = contextvars.ContextVar("bedrock_endpoint", default=None)
+@dataclass(frozen=True)
+class _Start:
+    """What the model being started asks of its client: endpoint and trust, and shared I/O threads (0: none)."""
+
+    endpoint: BedrockEndpoint
+    crt_threads: int
+
+
+_starting: contextvars.ContextVar[_Start | None] = contextvars.ContextVar("bedrock_endpoint", default=None)
 _SDKConfig = strands_bedrock.AsyncBedrockRuntimeConfig
 
 
 class _EndpointConfig(_SDKConfig):  # type: ignore[misc, valid-type]
-    """The SDK config, with the endpoint and trust of the model being started by this module (if any)."""
+    """The SDK config, with the endpoint, trust and event loop of the model being started by this module."""
 
     @classmethod
     async def resolve(cls, **overrides: Any) -> Any:  # type: ignore[override]
-        endpoint = _starting.get()
-        if endpoint is not None:
+        start = _starting.get()
+        if start is not None:
+            endpoint = start.endpoint
             if endpoint.url is not None:
                 overrides["endpoint_uri"] = endpoint.url
             transport = overrides.get("transport")
+            if start.crt_threads and transport is not None:
+                transport = overrides["transport"] = _on_shared_loop(transport, start.crt_threads)
             if endpoint.ca_bundle is not None and transport is not None:
                 _trust_only(transport, endpoint.ca_bundle)
         return await _SDKConfig.resolve(**overrides)
+
+
+def _on_shared_loop(transport: Any, threads: int) -> Any:
+    """The same kind of CRT client as ``transport`` (strands' subclass), on the process's shared event loop."""
+    try:
+        return type(transport)(eventloop=shared_event_loop(threads))
+    except TypeError:  # a transport that takes no event loop: leave it as strands made it
+        log.warning("VOICEBOT_CRT_THREADS: %s takes no shared event loop; keeping its own", type(transport).__name__)
+        return transport
 
 
 def _trust_only(transport: Any, ca_bundle: str) -> None:
@@ -124,9 +147,11 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
     Same name as its parent on purpose: it is that model, plus the standard endpoint settings.
     """
 
-    def __init__(self, *, endpoint: BedrockEndpoint | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, endpoint: BedrockEndpoint | None = None, crt_threads: int = 1, **kwargs: Any) -> None:
+        """``crt_threads``: I/O threads shared by every connection in the process (0: one per call, as strands)."""
         super().__init__(**kwargs)
         self._endpoint = endpoint
+        self._crt_threads = crt_threads
         self._endpoint_url = f"https://bedrock-runtime.{self.region}.amazonaws.com"
         self._lost_connection: str | None = None
 
@@ -140,7 +165,7 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
             raise
 
     async def _start_at(self, endpoint: BedrockEndpoint, *args: Any, **kwargs: Any) -> None:
-        if not endpoint.configured:
+        if not endpoint.configured and not self._crt_threads:
             log.info("nova sonic endpoint: %s", self._endpoint_url)
             await super().start(*args, **kwargs)
             return
@@ -150,7 +175,7 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
             self._endpoint_url,
             f" (trusting {endpoint.ca_bundle})" if endpoint.ca_bundle else "",
         )
-        token = _starting.set(endpoint)
+        token = _starting.set(_Start(endpoint, self._crt_threads))
         try:
             await super().start(*args, **kwargs)
         finally:

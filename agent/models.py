@@ -33,7 +33,9 @@ def create_model(settings: Settings) -> BidiModel:
 
         audio: Any = {"input": {"sample_rate": NOVA_SAMPLE_RATE}, "output": {"sample_rate": settings.nova_output_rate}}
         voice = settings.voice or "matthew"
-        return BedrockNovaSonicModel(model_id=model_id, region=settings.aws_region, voice=voice, audio=audio)
+        return BedrockNovaSonicModel(
+            model_id=model_id, region=settings.aws_region, voice=voice, audio=audio, crt_threads=settings.crt_threads
+        )
     try:
         if settings.model == "openai":
             from strands.bidi.models import OpenAIRealtimeModel

@@ -1,207 +1,374 @@
-"""What the real Nova Sonic client costs: the load benchmark with the real model client beside the fake agent.
+"""Load with the real Nova Sonic client: cost per call, chunk sizes, 1 vs 2 workers, pre-warm hits.
 
-Same callers, server and table as ``benchmarks/load.py`` (imported, not copied). For each N it runs the
-server twice: with the turn-taking fake agent, and with the default agent (``agent.factory:create_agent``,
-VOICEBOT_MODEL=nova), whose real ``BedrockNovaSonicModel`` (AWS SDK, CRT HTTP/2, SigV4, event stream)
-talks TLS to the local Nova running in its own process (``python -m telephony.simulation.local_nova``,
-on the callers' CPU, so the server's CPU figure is the server's alone). The local Nova answers every
-caller turn and the greeting with 2 s of tone streamed at 4x real time, as the fake agent does (it ends
-a turn after 0.6 s of silence where the fake waits 0.3 s and thinks 0.2 s).
+Side by side in one run, interleaved (round after round, every variant once per round, so the noise of a
+shared machine falls on all of them alike):
 
-``--profile`` samples the Nova server with py-spy (``py-spy`` on PATH, else ``uvx --from py-spy py-spy``;
-never a project dependency) during the largest run's measurement window and prints where its CPU goes.
+- the fake agent of ``benchmarks/load.py`` (``tests/fakes/turns.py``);
+- the real strands ``BedrockNovaSonicModel`` (AWS SDK, awscrt HTTP/2, SigV4) talking over TLS to the
+  local Nova emulator (``python -m telephony.simulation.local_nova``) in its own process, with the send
+  chunk sizes and CRT event-loop sharing each variant names;
+- optionally the same from another source tree (``--baseline DIR``, e.g. ``git archive`` of an older
+  commit), to compare with the code as it was.
 
-    uv run python benchmarks/load_nova.py [--calls 10 40] [--seconds 20] [--profile]
+One worker: the server is pinned to CPU 0 and the callers and the local Nova to CPU 1. Two workers:
+``voicebot serve --workers 2`` behind Debian's nginx with ``deploy/nginx/voicebot.conf`` (webhooks to
+any worker, each stream to the worker that pre-warmed it), nothing pinned: the callers, the local Nova
+and nginx share the two cores with the workers. The callers are load.py's (webhook first, the stream a
+second later, speech and pauses at real time, every third turn a barge-in, then a hang-up).
+
+Printed per variant and load: server CPU per call (% of one core; with workers, each worker's CPU over
+the calls it carried), RSS per call, the bridge's p50/p99 latencies (frame->send: the frame that
+completes a chunk to send done; caller audio->model: the oldest frame of a chunk to send done, the
+chunking hold included; audio->frame; barge-in->clear), the pre-warm hit rate, the local Nova's and
+nginx's CPU, errors. Only 127.0.0.1 is contacted.
+
+    uv run python benchmarks/load_nova.py [--calls 10 40] [--seconds 40] [--rounds 2]
+        [--variants fake nova-20 nova-60/40] [--workers 1 2] [--baseline DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
 import os
+import platform
 import re
-import shutil
+import statistics
 import sys
 import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from load import FAKE_AGENT, ROOT, Run, ServerStarter, row, run, start_server
+import httpx
 
-MODEL_ID = "amazon.nova-2-sonic-v1:0"
-FAKE_AWS = {
-    "AWS_ACCESS_KEY_ID": "AKIDLOCALNOVA0000000",
-    "AWS_SECRET_ACCESS_KEY": "local-nova-secret-not-checked",
-    "AWS_REGION": "us-east-1",
-    "AWS_CONFIG_FILE": "/dev/null",
-    "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
-    "AWS_EC2_METADATA_DISABLED": "true",
-}
-COMPONENTS = (
-    ("awscrt", "awscrt (CRT HTTP/2 client, TLS)"),
-    ("smithy_aws_event_stream", "smithy event stream (framing, SigV4 per event)"),
-    ("smithy_aws_core", "smithy AWS core (SigV4 signing)"),
-    ("smithy_http", "smithy HTTP (CRT glue)"),
-    ("smithy_core", "smithy core (streams, serde)"),
-    ("aws_sdk_bedrock_runtime", "Bedrock runtime SDK (event serde)"),
-    ("strands/bidi/models", "strands Nova model (JSON, base64, logging)"),
-    ("strands", "strands agent loop"),
-    ("agent/", "agent (Nova adapter, tools)"),
-    ("telephony/codec", "bridge: codec"),
-    ("telephony/", "bridge: session, playback, protocol"),
-    ("websockets", "WebSocket (Twilio side)"),
-    ("uvicorn/protocols", "uvicorn (HTTP/WebSocket protocol)"),
-    ("starlette", "starlette"),
-)
-LOOP_ROOTS = ("uvicorn/server.py", "uvicorn/main.py", "telephony/cli.py", "asyncio/runners.py")
-"""Frames that only run the event loop: a sample whose innermost package frame is one of these is the loop's."""
-LOOP = "asyncio event loop (select, scheduling, stdlib callbacks)"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from load import CallerResult, free_port, metric_total, one_call, proc_cpu_seconds, proc_rss_mb
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from telephony.simulation.local_nginx import local_nginx, nginx_binary  # noqa: E402
+
+FAKE_AGENT = "tests.fakes.turns:turn_taking_agent"
+NOVA_AGENT = "agent.factory:create_agent"
+SETTLE_S = 8.0
+"""Every call connected and talking before the CPU window opens."""
 
 
-async def start_local_nova(workdir: Path) -> tuple[asyncio.subprocess.Process, str, Path]:
-    """The local Nova in its own process on the callers' CPU; returns it, its endpoint and its CA file."""
-    ca_file = workdir / "local-nova-ca.pem"
+@dataclass(frozen=True)
+class Variant:
+    """One way to run the server: which agent, which settings, which source tree."""
+
+    name: str
+    agent: str
+    env: dict[str, str] = field(default_factory=dict)
+    tree: Path = ROOT
+
+
+def variant(name: str, baseline: Path | None) -> Variant:
+    """``fake``, ``nova-<quiet ms>[/<speaking ms>][-own-crt]``, or ``base-nova`` (the --baseline tree, as it is)."""
+    if name == "fake":
+        return Variant(name, FAKE_AGENT)
+    if name == "base-nova":
+        if baseline is None:
+            raise SystemExit("base-nova needs --baseline DIR (a source tree to compare with)")
+        return Variant(name, NOVA_AGENT, tree=baseline)
+    match = re.fullmatch(r"nova-(\d+)(?:/(\d+))?(-own-crt)?", name)
+    if match is None:
+        raise SystemExit(f"unknown variant {name!r}: fake, base-nova, nova-60, nova-60/20, nova-20-own-crt, ...")
+    quiet, speaking = match.group(1), match.group(2) or match.group(1)
+    env = {"VOICEBOT_SEND_CHUNK_MS": quiet, "VOICEBOT_SEND_CHUNK_SPEAKING_MS": speaking}
+    env["VOICEBOT_CRT_THREADS"] = "0" if match.group(3) else "1"
+    return Variant(name, NOVA_AGENT, env)
+
+
+@dataclass
+class Result:
+    variant: str
+    workers: int
+    calls: int
+    cpu_per_call: float = 0.0
+    worker_cpu_per_call: list[float] = field(default_factory=list)
+    rss_per_call: float = 0.0
+    latency: dict[str, dict[str, float]] = field(default_factory=dict)
+    prewarm: dict[str, float] = field(default_factory=dict)
+    nova_cpu: float = 0.0
+    nginx_cpu: float = 0.0
+    errors: int = 0
+    error_kinds: list[str] = field(default_factory=list)
+    calls_per_worker: list[int] = field(default_factory=list)
+
+
+# --- processes -------------------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def local_nova(folder: Path, cpus: set[int]) -> AsyncIterator[tuple[str, Path, int]]:
+    """The local Nova in its own process; yields its endpoint, CA file and pid."""
+    ca = folder / "nova-ca.pem"
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "telephony.simulation.local_nova", "--port", "0", "--ca-out", str(ca_file),
+        sys.executable, "-m", "telephony.simulation.local_nova", "--port", "0", "--ca-out", str(ca),
         "--reply-s", "2", "--speedup", "4", "--log-level", "WARNING",
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=asyncio.subprocess.PIPE,
-        preexec_fn=lambda: os.sched_setaffinity(0, {1} if (os.cpu_count() or 1) > 1 else {0}),
+        cwd=ROOT, stdout=asyncio.subprocess.PIPE, preexec_fn=lambda: os.sched_setaffinity(0, cpus),
     )  # fmt: skip
-    assert process.stdout is not None
-    line = await asyncio.wait_for(process.stdout.readline(), 30)
-    if not line.startswith(b"LOCAL_NOVA_ENDPOINT="):
-        raise RuntimeError(f"the local Nova did not start: {line!r}")
-    return process, line.decode().strip().split("=", 1)[1], ca_file
+    try:
+        assert process.stdout is not None
+        line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+        if not line.startswith("LOCAL_NOVA_ENDPOINT="):
+            raise RuntimeError(f"the local Nova did not start: {line!r}")
+        yield line.split("=", 1)[1].strip(), ca, process.pid
+    finally:
+        process.terminate()
+        await process.wait()
 
 
-def nova_server(endpoint: str, ca_file: Path) -> ServerStarter:
-    """A ``ServerStarter`` for ``voicebot serve`` with the default agent on Nova at ``endpoint``."""
+def children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+@asynccontextmanager
+async def server(
+    spec: Variant, port: int, workers: int, nova: tuple[str, Path] | None, cpus: set[int] | None, log_path: Path
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """The server (one process, or a supervisor and its workers); its log goes to ``log_path``."""
     env = {
-        **FAKE_AWS,
-        "VOICEBOT_MODEL": "nova",
-        "VOICEBOT_MODEL_ID": MODEL_ID,
-        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": endpoint,
-        "AWS_CA_BUNDLE": str(ca_file),
+        **os.environ,
+        "PYTHONPATH": str(spec.tree),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "VOICEBOT_PORT": str(port),
+        "VOICEBOT_MAX_CALLS": "1000",
+        "VOICEBOT_LOG_LEVEL": "WARNING",
+        "VOICEBOT_GREETING": "Greet the caller.",
+        "VOICEBOT_CALLER_SILENCE_TIMEOUT": "30",
+        "VOICEBOT_WORKERS": str(workers),
+        **spec.env,
     }
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
-        os.environ.pop(name, None)
-
-    async def start(port: int) -> asyncio.subprocess.Process:
-        return await start_server(port, agent="agent.factory:create_agent", extra_env=env)
-
-    return start
-
-
-def py_spy_command() -> list[str] | None:
-    if found := shutil.which("py-spy"):
-        return [found]
-    if found := shutil.which("uvx"):
-        return [found, "--from", "py-spy", "py-spy"]
-    return None
-
-
-class Profile:
-    """py-spy over the measurement window, as collapsed stacks, summarised by component."""
-
-    def __init__(self, command: list[str], output: Path) -> None:
-        self.command, self.output = command, output
-        self.ran = False
-
-    async def __call__(self, pid: int, seconds: float) -> None:
-        process = await asyncio.create_subprocess_exec(
-            *self.command, "record", "--pid", str(pid), "--duration", str(max(1, int(seconds))), "--rate", "200",
-            "--format", "raw", "--output", str(self.output), "--nonblocking",
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-        )  # fmt: skip
-        self.ran = await process.wait() == 0
-
-    def breakdown(self) -> list[tuple[str, float]]:
-        """Share of samples per component: each sample goes to the innermost frame in a known package."""
-        counts: collections.Counter[str] = collections.Counter()
-        for line in self.output.read_text().splitlines():
-            stack, _, count = line.rpartition(" ")
-            if not count.isdigit():
-                continue
-            counts[component(stack.split(";"))] += int(count)
-        total = sum(counts.values()) or 1
-        return [(name, 100 * value / total) for name, value in counts.most_common()]
+    if nova is not None:
+        endpoint, ca = nova
+        env |= {"AWS_ENDPOINT_URL_BEDROCK_RUNTIME": endpoint, "AWS_CA_BUNDLE": str(ca), "AWS_REGION": "us-east-1",
+                "AWS_ACCESS_KEY_ID": "AKIDLOCALNOVA", "AWS_SECRET_ACCESS_KEY": "local-nova-secret"}  # fmt: skip
+    for name in ("TWILIO_AUTH_TOKEN", "TWILIO_ACCOUNT_SID", "PUBLIC_URL", "VOICEBOT_RECORD_DIR", "AWS_PROFILE"):
+        env.pop(name, None)
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+    log = open(log_path, "ab")  # closed below, after the process
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "telephony.cli", "serve", "--agent", spec.agent,
+        cwd=spec.tree, env=env, preexec_fn=pin, stderr=log,
+    )  # fmt: skip
+    try:
+        ports = [port + 1 + n for n in range(workers)] if workers > 1 else [port]
+        async with httpx.AsyncClient() as client:
+            for each in ports:
+                for _ in range(1200):
+                    try:
+                        if (await client.get(f"http://127.0.0.1:{each}/health")).status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        pass
+                    await asyncio.sleep(0.05)
+                else:
+                    raise RuntimeError(f"{spec.name}: the server on port {each} did not start")
+        yield process
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), 40)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+        log.close()
 
 
-_FILE = re.compile(r"\((?P<file>[^():]+)(?::\d+)?\)$")
+# --- one run ---------------------------------------------------------------------------------------------
 
 
-def component(frames: list[str]) -> str:
-    """The component of the innermost frame that belongs to one; stdlib frames count for their caller."""
-    for frame in reversed(frames):
-        match = _FILE.search(frame)
-        path = match.group("file") if match else frame
-        if any(root in path for root in LOOP_ROOTS):
-            return LOOP
-        for marker, name in COMPONENTS:
-            if marker in path:
-                return name
-    return LOOP
+async def run(spec: Variant, calls: int, workers: int, seconds: float, folder: Path) -> Result:
+    result = Result(spec.name, workers, calls)
+    port = free_port()
+    cores = os.cpu_count() or 1
+    serve_cpus = {0} if workers == 1 and cores > 1 else None
+    side_cpus = {1} if workers == 1 and cores > 1 else set(range(cores))
+    os.sched_setaffinity(0, side_cpus)  # the callers (this process)
+    async with AsyncExitStack() as stack:
+        nova = None
+        nova_pid = None
+        if spec.agent == NOVA_AGENT:
+            endpoint, ca, nova_pid = await stack.enter_async_context(local_nova(folder, side_cpus))
+            nova = (endpoint, ca)
+        process = await stack.enter_async_context(server(spec, port, workers, nova, serve_cpus, folder / "server.log"))
+        nginx_pid = None
+        base = f"http://127.0.0.1:{port}"
+        if workers > 1:
+            front = free_port()
+            nginx = await stack.enter_async_context(local_nginx(folder / f"nginx-{port}", front, port))
+            nginx_pid = nginx.pid
+            base = f"http://127.0.0.1:{front}"
+        await asyncio.sleep(0.5)
+        worker_pids = children(process.pid) if workers > 1 else [process.pid]
+        idle_rss = sum(proc_rss_mb(pid) for pid in worker_pids)
+        results = [CallerResult() for _ in range(calls)]
+
+        async def staggered(index: int) -> None:
+            await asyncio.sleep(index * min(5.0, calls * 0.025) / max(1, calls))
+            try:
+                await one_call(base, index, seconds, results[index])
+            except Exception as error:  # noqa: BLE001 - reported in the table
+                results[index].error = repr(error)
+
+        tasks = [asyncio.create_task(staggered(index)) for index in range(calls)]
+        await asyncio.sleep(SETTLE_S)
+        nginx_pids = [nginx_pid, *children(nginx_pid)] if nginx_pid else []
+        watched = [*worker_pids, *nginx_pids, *(p for p in (nova_pid,) if p)]
+        before = {pid: proc_cpu_seconds(pid) for pid in watched}
+        started = time.monotonic()
+        await asyncio.sleep(max(1.0, seconds - SETTLE_S))
+        elapsed = time.monotonic() - started
+        used = {pid: (proc_cpu_seconds(pid) - before[pid]) / elapsed * 100 for pid in watched}
+        rss = sum(proc_rss_mb(pid) for pid in worker_pids)
+        await asyncio.gather(*tasks)
+        await asyncio.sleep(1.0)
+        stats, metrics = await read_figures(port, workers)
+    result.cpu_per_call = sum(used[pid] for pid in worker_pids) / calls
+    result.rss_per_call = (rss - idle_rss) / calls
+    result.calls_per_worker = [int(s.get("handled", 0)) for s in stats]
+    if workers > 1:
+        result.worker_cpu_per_call = [
+            used[pid] / max(1, handled) for pid, handled in zip(worker_pids, result.calls_per_worker, strict=False)
+        ]
+    result.latency = merge_latency([s.get("latency", {}) for s in stats])
+    result.prewarm = {
+        outcome: metric_total(metrics, f'voicebot_prewarm_total{{outcome="{outcome}"}}')
+        for outcome in ("hit", "miss", "late", "discarded")
+    }
+    result.nova_cpu = used.get(nova_pid, 0.0) if nova_pid else 0.0
+    result.nginx_cpu = sum(used[pid] for pid in nginx_pids)
+    result.errors = sum(1 for r in results if r.error) + int(metric_total(metrics, "voicebot_errors_total"))
+    result.error_kinds = sorted({r.error for r in results if r.error})[:3] + [
+        line for line in metrics.splitlines() if line.startswith("voicebot_errors_total")
+    ]
+    return result
 
 
-async def main_async(counts: list[int], seconds: float, profile: bool, profile_out: Path | None = None) -> None:
-    print(f"callers and the local Nova on CPU 1, server on CPU 0; {seconds:.0f} s per run; latencies p50 / p99 ms")
-    print("rows: 'fake' = turn-taking fake agent; 'nova' = real BedrockNovaSonicModel -> local Nova over TLS\n")
-    header = (
-        "client |calls |   CPU/call | RSS/call | frame->send   | audio->frame  | barge->clear  | start->1st audio"
-        " | heard 1st | dropped | late/sent      | errors"
+async def read_figures(port: int, workers: int) -> tuple[list[dict[str, Any]], str]:
+    """Each worker's /stats (from its own port) and the summed /metrics."""
+    ports = [port + 1 + n for n in range(workers)] if workers > 1 else [port]
+    stats = []
+    async with httpx.AsyncClient() as client:
+        for each in ports:
+            body = (await client.get(f"http://127.0.0.1:{each}/stats")).json()
+            body["handled"] = max(row.get("count", 0) for row in [body["latency"].get("start_to_first_audio", {})])
+            stats.append(body)
+        metrics = (await client.get(f"http://127.0.0.1:{ports[0]}/metrics")).text
+    return stats, metrics
+
+
+def merge_latency(parts: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Per measure: the worst p50 and p99 over the workers (each reports its own reservoir)."""
+    merged: dict[str, dict[str, float]] = {}
+    for part in parts:
+        for measure, row in part.items():
+            into = merged.setdefault(measure, {"p50_ms": 0.0, "p99_ms": 0.0})
+            into["p50_ms"] = max(into["p50_ms"], row["p50_ms"])
+            into["p99_ms"] = max(into["p99_ms"], row["p99_ms"])
+    return merged
+
+
+# --- report ----------------------------------------------------------------------------------------------
+
+
+HEADER = (
+    "variant          | wk | calls | CPU/call | per worker    | RSS/call | frame->send | audio->model | "
+    "audio->frame | barge->clear | pre-warm hits | nova CPU | nginx | errors"
+)
+
+
+def cell(latency: dict[str, dict[str, float]], measure: str) -> str:
+    row = latency.get(measure)
+    return f"{row['p50_ms']:.1f} / {row['p99_ms']:.1f}" if row else "-"
+
+
+def line(rows: list[Result]) -> str:
+    """The median over rounds of one variant at one load."""
+    first = rows[0]
+
+    def med(values: list[float]) -> float:
+        return statistics.median(values) if values else 0.0
+
+    latency = {
+        measure: {
+            "p50_ms": med([r.latency[measure]["p50_ms"] for r in rows if measure in r.latency]),
+            "p99_ms": med([r.latency[measure]["p99_ms"] for r in rows if measure in r.latency]),
+        }
+        for measure in ("frame_to_send", "caller_audio_to_model", "audio_to_frame", "barge_in_to_clear")
+        if any(measure in r.latency for r in rows)
+    }
+    per_worker = " ".join(
+        f"{med([r.worker_cpu_per_call[i] for r in rows]):.2f}" for i in range(len(first.worker_cpu_per_call))
     )
-    print(header)
-    print("-" * len(header))
-    with tempfile.TemporaryDirectory(prefix="load-nova-") as workdir:
-        nova, endpoint, ca_file = await start_local_nova(Path(workdir))
-        command = py_spy_command() if profile else None
-        profiler = Profile(command, profile_out or Path(workdir) / "nova.folded") if command else None
-        try:
-            results: list[tuple[str, Run]] = []
-            for calls in counts:
-                fake = await run(calls, seconds)
-                print(f"fake   |{row(fake)}", flush=True)
-                last = calls == max(counts)
-                real = await run(calls, seconds, nova_server(endpoint, ca_file), profiler if last else None)
-                print(f"nova   |{row(real)}", flush=True)
-                results += [("fake", fake), ("nova", real)]
-        finally:
-            nova.terminate()
-            await nova.wait()
-        summarise(results)
-        if profile and profiler is None:
-            print("\n--profile: py-spy not found (install it, or uv for uvx)")
-        elif profiler is not None and profiler.ran:
-            print(f"\nwhere the Nova server's CPU goes at {max(counts)} calls (py-spy, {FAKE_AGENT} not involved):")
-            for name, share in profiler.breakdown():
-                if share >= 0.5:
-                    print(f"  {share:5.1f} %  {name}")
+    hits = sum(r.prewarm.get("hit", 0) for r in rows)
+    taken = sum(r.prewarm.get("hit", 0) + r.prewarm.get("miss", 0) + r.prewarm.get("late", 0) for r in rows)
+    rate = f"{100 * hits / taken:.0f} % ({int(hits)}/{int(taken)})" if taken else "-"
+    return (
+        f"{first.variant:<16} | {first.workers:>2} | {first.calls:>5} | {med([r.cpu_per_call for r in rows]):6.2f} % | "
+        f"{per_worker or '-':>13} | {med([r.rss_per_call for r in rows]):5.2f} MB | "
+        f"{cell(latency, 'frame_to_send'):>11} | "
+        f"{cell(latency, 'caller_audio_to_model'):>12} | {cell(latency, 'audio_to_frame'):>12} | "
+        f"{cell(latency, 'barge_in_to_clear'):>12} | {rate:>13} | {med([r.nova_cpu for r in rows]):6.1f} % | "
+        f"{med([r.nginx_cpu for r in rows]):4.1f} % | {sum(r.errors for r in rows):>6}"
+    )
 
 
-def summarise(results: list[tuple[str, Run]]) -> None:
-    by_calls: dict[int, dict[str, Run]] = collections.defaultdict(dict)
-    for client, report in results:
-        by_calls[report.calls][client] = report
-    print("\nper call, real client vs fake agent:")
-    for calls, reports in sorted(by_calls.items()):
-        fake, nova = reports.get("fake"), reports.get("nova")
-        if fake and nova:
-            print(
-                f"  {calls:>3} calls: CPU {nova.cpu_percent_per_call:.2f} % vs {fake.cpu_percent_per_call:.2f} % of a "
-                f"core (x{nova.cpu_percent_per_call / max(fake.cpu_percent_per_call, 1e-9):.1f}); RSS "
-                f"{nova.rss_mb_per_call:.2f} MB vs {fake.rss_mb_per_call:.2f} MB"
-            )
+async def main_async(args: argparse.Namespace) -> None:
+    specs = [variant(name, args.baseline) for name in args.variants]
+    print(f"{platform.platform()} | {platform.processor() or platform.machine()} | {os.cpu_count()} CPUs | "
+          f"Python {platform.python_version()}")  # fmt: skip
+    print(
+        f"{args.seconds:.0f} s per run, CPU over the last {args.seconds - SETTLE_S:.0f} s, {args.rounds} round(s) "
+        "interleaved, medians over rounds; 1 worker: server on CPU 0, callers + local Nova on CPU 1; 2 workers: "
+        "behind nginx, nothing pinned. CPU in % of one core; latencies p50 / p99 ms (worst worker)\n"
+    )
+    if 2 in args.workers and nginx_binary() is None:
+        raise SystemExit("2 workers need nginx: apt-get install nginx-light")
+    print(HEADER)
+    print("-" * len(HEADER), flush=True)
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="voicebot-load-nova-") as scratch:
+        for calls in args.calls:
+            for workers in args.workers:
+                collected: dict[str, list[Result]] = {spec.name: [] for spec in specs}
+                for _ in range(args.rounds):
+                    for spec in specs:
+                        result = await run(spec, calls, workers, args.seconds, Path(scratch))
+                        collected[spec.name].append(result)
+                        if result.error_kinds:
+                            notes.append(f"  {spec.name} x{workers} @ {calls}: " + "; ".join(result.error_kinds))
+                for spec in specs:
+                    print(line(collected[spec.name]), flush=True)
+    if notes:
+        print("\nerrors by kind:\n" + "\n".join(notes))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, nargs="+", default=[10, 40])
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--profile", action="store_true", help="sample the Nova server with py-spy (largest run)")
-    parser.add_argument("--profile-out", type=Path, help="keep py-spy's collapsed stacks in this file")
+    parser.add_argument("--seconds", type=float, default=40.0)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--variants", nargs="+", default=["fake", "nova-20-own-crt", "nova-20", "nova-60/40"])
+    parser.add_argument("--baseline", type=Path, help="another source tree for the base-nova variant")
     args = parser.parse_args()
-    os.sched_setaffinity(0, {1} if (os.cpu_count() or 1) > 1 else {0})
-    asyncio.run(main_async(args.calls, args.seconds, args.profile or bool(args.profile_out), args.profile_out))
+    os.sched_setaffinity(
+        0, {1} if (os.cpu_count() or 1) > 1 and args.workers == [1] else set(range(os.cpu_count() or 1))
+    )
+    asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":

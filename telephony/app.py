@@ -25,7 +25,7 @@ from starlette.datastructures import FormData
 
 from telephony.bridge.agent_factory import AgentFactory, load_agent_factory, with_settings
 from telephony.bridge.observer import ObserverFactory
-from telephony.bridge.prewarm import Prewarmer, callinfo_from_webhook
+from telephony.bridge.prewarm import WARM_PARAMETER, Prewarmer, callinfo_from_webhook
 from telephony.bridge.session import CallSession
 from telephony.bridge.transfer import WarmTransfers
 from telephony.call_info import CallInfo
@@ -43,25 +43,23 @@ from telephony.twilio.security import (
     public_url_for,
     token_secret,
     verify_http_signature,
-    verify_websocket_signature,
-    websocket_url,
+    verify_websocket_signature_over,
 )
+from telephony.twilio.stream_route import STREAM_PATH, instance_name, signed_urls
+from telephony.twilio.stream_route import stream_url as route_stream_url
 from telephony.twilio.twiml import busy_twiml, connect_twiml
 
 log = logging.getLogger(__name__)
 
-STREAM_PATH = "/media-stream"
 FORWARDED_PARAMETERS = ("From", "To", "CallSid")
 CALL_OVER = {"completed", "busy", "failed", "no-answer", "canceled"}
 FORBIDDEN = Response(status_code=403, content="invalid or missing X-Twilio-Signature\n", media_type="text/plain")
 
 
 def stream_url(settings: Settings, request: Request | None = None) -> str:
-    """``wss://`` URL of our media stream, from PUBLIC_URL or else the request's own host."""
-    if settings.public_url:
-        return websocket_url(settings.public_url, STREAM_PATH)  # ws:// only for an http:// base (local tools)
+    """``wss://`` URL of this process's media stream (telephony.twilio.stream_route), else on the request's host."""
     host = request and (request.headers.get("x-forwarded-host") or request.headers.get("host"))
-    return f"wss://{host or f'{settings.host}:{settings.port}'}{STREAM_PATH}"
+    return route_stream_url(settings, host or None)
 
 
 def status_url(settings: Settings, kind: str) -> str | None:
@@ -92,10 +90,10 @@ def create_app(
         )
     sessions: set[CallSession] = set()
     metrics = metrics or Metrics()
-    metrics.calls_active.set_function(lambda: len(sessions))
     admission = Admission(settings.max_calls, active=lambda: len(sessions))
     latency = app_samples()
-    prewarmer = Prewarmer(factory, ttl_s=settings.prewarm_ttl_s) if settings.prewarm else None
+    here = instance_name(settings)
+    prewarmer = Prewarmer(factory, settings.prewarm_ttl_s, metrics.prewarm_outcome) if settings.prewarm else None
 
     def release_reservation(call: CallInfo) -> None:
         admission.started(call.call_sid)
@@ -160,6 +158,7 @@ def create_app(
             return Response(content=busy_twiml(refusal), media_type="application/xml")
         if prewarmer is not None and call_sid:
             prewarmer.warm(callinfo_from_webhook(form.get, parameters))
+            parameters[WARM_PARAMETER] = here  # so a stream landing elsewhere is known as a pre-warm miss
         if tokens is not None and call_sid:
             parameters[PARAMETER_NAME] = tokens.mint(call_sid)
         log.info("call=%s | incoming call from %s", call_sid or "?", parameters.get("From", "?"))
@@ -204,12 +203,14 @@ def create_app(
         return Response(status_code=204)
 
     @app.websocket(STREAM_PATH)
+    @app.websocket("/{route:path}" + STREAM_PATH)  # a worker's or replica's own path (stream_route)
     async def media_stream(websocket: WebSocket) -> None:
         from_console = console is not None and console.admits_stream(websocket.query_params)
         if settings.verifies_twilio and not from_console:  # a console stream carries its own token instead
             assert settings.public_url and settings.twilio_auth_token
             signature = websocket.headers.get("x-twilio-signature")
-            if not verify_websocket_signature(settings.twilio_auth_token, settings.public_url, STREAM_PATH, signature):
+            urls = signed_urls(settings, websocket.url.path)
+            if not verify_websocket_signature_over(settings.twilio_auth_token, urls, signature):
                 client = websocket.client.host if websocket.client else "?"
                 log.warning(
                     "rejected media stream from %s: %s X-Twilio-Signature",
@@ -238,10 +239,12 @@ def create_app(
             transfers=None if from_console else transfers,
         )
         sessions.add(session)
+        metrics.calls_active.set(len(sessions))
         try:
             await session.run()
         finally:
             sessions.discard(session)
+            metrics.calls_active.set(len(sessions))
 
     @app.get("/health")
     async def health() -> JSONResponse:

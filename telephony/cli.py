@@ -17,7 +17,7 @@ from twilio.base.exceptions import TwilioRestException
 from telephony.app import STREAM_PATH
 from telephony.bridge.agent_factory import AgentFactoryError, load_agent_factory
 from telephony.bridge.session import DIAL_PARAMETER
-from telephony.config import DEFAULT_AGENT, MODEL_PROVIDERS, ConfigError, Settings, load_settings, validate
+from telephony.config import DEFAULT_AGENT, MAX_WORKERS, MODEL_PROVIDERS, ConfigError, Settings, load_settings, validate
 from telephony.operations.logs import configure_logging
 from telephony.recording.recorder import record_dir_problem
 from telephony.simulation import replay, test_command
@@ -62,6 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="record every call in a folder under DIR: events, WAVs, transcript (env VOICEBOT_RECORD_DIR)",
     )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help=f"worker processes sharing the calls (env VOICEBOT_WORKERS; default one per core, at most {MAX_WORKERS}); "
+        "worker n also listens on port+1+n for the streams it pre-warmed (deploy/nginx/voicebot.conf)",
+    )
+    serve.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)  # a worker's shared socket, from its supervisor
     call = commands.add_parser("call", help="dial a number and connect the answered call to the bot")
     call.add_argument("to", help="number to call, E.164 (+15551234567), or a client:/sip: address")
     call.add_argument("--from", dest="from_", metavar="NUMBER", help="caller ID (env TWILIO_PHONE_NUMBER)")
@@ -93,7 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    if getattr(args, "listen_fd", None) is not None:
+        args.workers = None  # a worker: its supervisor set VOICEBOT_WORKERS and VOICEBOT_WORKER_INDEX
     try:
         settings = load_settings()
         settings = apply_overrides(settings, args)
@@ -102,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(settings.log_level, settings.log_format)
     if args.command == "serve":
-        return serve(settings, allow_unsigned=args.allow_unsigned)
+        return serve(settings, allow_unsigned=args.allow_unsigned, argv=argv, listen_fd=args.listen_fd)
     if args.command == "demo":
         return run_demo_command(settings, args)
     if args.command == "replay":
@@ -199,7 +210,7 @@ async def setup(settings: Settings) -> int:
 
 def apply_overrides(settings: Settings, args: argparse.Namespace) -> Settings:
     """Command-line flags win over the environment."""
-    names = ("host", "port", "agent", "model", "record_dir")
+    names = ("host", "port", "agent", "model", "record_dir", "workers")
     overrides = {name: value for name in names if (value := getattr(args, name, None)) is not None}
     settings = replace(settings, **overrides)
     validate(settings)
@@ -251,7 +262,10 @@ def run_demo_command(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(run_demo(settings, Path(args.out), interactive=args.interactive))
 
 
-def serve(settings: Settings, allow_unsigned: bool = False) -> int:
+def serve(
+    settings: Settings, allow_unsigned: bool = False, argv: Sequence[str] = ("serve",), listen_fd: int | None = None
+) -> int:
+    """Run the server: in this process, or as a supervisor of ``settings.worker_count`` workers."""
     import uvicorn
 
     from telephony.app import create_app
@@ -275,9 +289,21 @@ def serve(settings: Settings, allow_unsigned: bool = False) -> int:
         log.warning("PUBLIC_URL is not set: stream URLs will use the Host header of each webhook request")
     if not settings.can_use_rest:
         log.warning("TWILIO_ACCOUNT_SID/TWILIO_AUTH_TOKEN are not set: the bot hangs up by closing the media stream")
+    if listen_fd is None and settings.worker_count > 1:
+        from telephony.operations.workers import run_workers
+
+        return run_workers(settings, argv, settings.worker_count)
     setup_tracing()
     app = create_app(settings, agent_factory=factory)
-    log.info("listening on http://%s:%d (agent %s)", settings.host, settings.port, settings.agent)
+    sockets = None
+    if listen_fd is not None:
+        from telephony.operations.workers import listening_sockets, worker_port
+
+        sockets = listening_sockets(settings, listen_fd)
+        own = worker_port(settings, settings.worker_index)
+        log.info("worker %d: on the shared port and on %s:%d", settings.worker_index, settings.host, own)
+    else:
+        log.info("listening on http://%s:%d (agent %s)", settings.host, settings.port, settings.agent)
     log.info("calls will use: %s", agent_description(settings))
     config = uvicorn.Config(
         app,
@@ -289,7 +315,7 @@ def serve(settings: Settings, allow_unsigned: bool = False) -> int:
         log_level=settings.log_level.lower(),
         log_config=None,  # keep our logging set-up (and its JSON format, when chosen)
     )
-    DrainingServer(config, app, settings.shutdown_grace_s, settings.wrap_up_s).run()
+    DrainingServer(config, app, settings.shutdown_grace_s, settings.wrap_up_s).run(sockets=sockets)
     return 0
 
 

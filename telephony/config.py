@@ -18,6 +18,10 @@ DEFAULT_BRIEFING_AGENT = "agent.briefing:create_briefing_agent"
 TRANSFER_MODES = ("cold", "warm")
 TWILIO_HOLD_MUSIC = "https://twimlets.com/holdmusic?Bucket=com.twilio.music.classical"
 """Twilio's own hold-music twimlet: what a conference plays while waiting when no waitUrl is given."""
+MAX_WORKERS = 8
+"""Cap on worker processes: the shipped nginx config routes /w/0/ to /w/7/ (VOICEBOT_PORT + 1 to + 8)."""
+FRAME_MS = 20
+"""Twilio sends caller audio in 20 ms frames, so chunk sizes for the model are multiples of it."""
 MODEL_PROVIDERS = ("nova", "openai", "gemini", "local")
 NOVA_RATES = (8000, 16000, 24000)
 E164 = re.compile(r"\+[1-9][0-9]{7,14}")
@@ -62,6 +66,8 @@ class Settings:
     hangup_grace_s: float = 0.6
     hangup_mark_timeout_s: float = 3.0
     inbound_buffer_ms: int = 2000
+    send_chunk_ms: int = 60
+    send_chunk_speaking_ms: int = 40
     mark_interval_ms: int = 500
     # Limits: every call ends, however the caller, Twilio or the model behave.
     max_calls: int = 50
@@ -81,6 +87,12 @@ class Settings:
     log_format: str = "text"
     # Recording every call to disk (off unless a folder is given).
     record_dir: str | None = None
+    # Scaling out: worker processes, this replica's own address, the model client's I/O threads.
+    workers: int = 0
+    """0: one worker process per core available, at most MAX_WORKERS (see ``worker_count``)."""
+    worker_index: int = 0
+    replica_url: str | None = None
+    crt_threads: int = 1
     # The browser call console (off unless enabled; then it needs its own secret).
     console: bool = False
     console_token: str | None = field(default=None, repr=False)
@@ -98,6 +110,19 @@ class Settings:
     @property
     def can_transfer(self) -> bool:
         return bool(self.transfer_to or self.transfer_targets)
+
+    @property
+    def worker_count(self) -> int:
+        """Worker processes ``serve`` runs: VOICEBOT_WORKERS, or one per core this process may use (capped)."""
+        if self.workers:
+            return self.workers
+        if self.console:
+            return 1  # the console's live state (tickets, event feeds) lives in one process
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+        return max(1, min(cores, MAX_WORKERS))
 
     @property
     def can_use_rest(self) -> bool:
@@ -139,6 +164,12 @@ _ENV_NAMES: dict[str, str] = {
     "hangup_mark_timeout_s": "VOICEBOT_HANGUP_MARK_TIMEOUT",
     "inbound_buffer_ms": "VOICEBOT_INBOUND_BUFFER_MS",
     "mark_interval_ms": "VOICEBOT_MARK_INTERVAL_MS",
+    "send_chunk_ms": "VOICEBOT_SEND_CHUNK_MS",
+    "send_chunk_speaking_ms": "VOICEBOT_SEND_CHUNK_SPEAKING_MS",
+    "workers": "VOICEBOT_WORKERS",
+    "worker_index": "VOICEBOT_WORKER_INDEX",
+    "replica_url": "VOICEBOT_REPLICA_URL",
+    "crt_threads": "VOICEBOT_CRT_THREADS",
     "max_calls": "VOICEBOT_MAX_CALLS",
     "max_call_s": "VOICEBOT_MAX_CALL_SECONDS",
     "call_warning_s": "VOICEBOT_CALL_WARNING_SECONDS",
@@ -308,6 +339,38 @@ def validate(settings: Settings) -> None:
     if settings.record_dir and Path(settings.record_dir).exists() and not Path(settings.record_dir).is_dir():
         raise ConfigError(
             f"VOICEBOT_RECORD_DIR={settings.record_dir!r} is a file: point it at a folder (it is created if missing)"
+        )
+    for name in ("send_chunk_ms", "send_chunk_speaking_ms"):
+        value = getattr(settings, name)
+        if not (FRAME_MS <= value <= 200 and value % FRAME_MS == 0):
+            raise ConfigError(
+                f"{_ENV_NAMES[name]}={value} must be a multiple of {FRAME_MS} between {FRAME_MS} and 200 "
+                "(milliseconds of caller audio per send to the model; Twilio's frames are 20 ms)"
+            )
+    if not 0 <= settings.workers <= MAX_WORKERS:
+        raise ConfigError(
+            f"VOICEBOT_WORKERS={settings.workers} must be between 1 and {MAX_WORKERS} (0: one per core, "
+            f"at most {MAX_WORKERS})"
+        )
+    if settings.console and settings.workers > 1:
+        raise ConfigError(
+            "VOICEBOT_CONSOLE keeps each console call's live state in one process: run it with VOICEBOT_WORKERS=1 "
+            "(or leave VOICEBOT_WORKERS unset)"
+        )
+    if settings.workers > 1 and settings.port + settings.workers > 65535:
+        raise ConfigError(f"VOICEBOT_PORT={settings.port} leaves no room for the workers' own ports above it")
+    if not 0 <= settings.worker_index < max(1, settings.workers):
+        raise ConfigError("VOICEBOT_WORKER_INDEX is set by `voicebot serve --workers`: do not set it yourself")
+    if settings.replica_url is not None:
+        parts = urlsplit(settings.replica_url)
+        if parts.scheme not in ("https", "http") or not parts.netloc or parts.query:
+            raise ConfigError(
+                f"VOICEBOT_REPLICA_URL={settings.replica_url!r} is not a URL: set it to this replica's own public "
+                "base, e.g. https://voice.example.com/replicas/voicebot-2 (no query: Twilio drops it)"
+            )
+    if not 0 <= settings.crt_threads <= 16:
+        raise ConfigError(
+            "VOICEBOT_CRT_THREADS must be between 0 (one I/O thread per call, as the AWS SDK does) and 16"
         )
     if not 100 <= settings.mark_interval_ms <= 10_000:
         raise ConfigError("VOICEBOT_MARK_INTERVAL_MS must be between 100 and 10000")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,36 @@ def test_nova_output_rate_reaches_the_model() -> None:
     model = create_model(settings)
     assert model.get_audio_config()["output"]["sample_rate"] == 24000  # type: ignore[attr-defined]
     assert model.get_audio_config()["input"]["sample_rate"] == 16000  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "environ, names",
+    [
+        ({"VOICEBOT_SEND_CHUNK_MS": "50"}, "VOICEBOT_SEND_CHUNK_MS=50 must be a multiple of 20"),
+        ({"VOICEBOT_SEND_CHUNK_MS": "0"}, "VOICEBOT_SEND_CHUNK_MS"),
+        ({"VOICEBOT_SEND_CHUNK_SPEAKING_MS": "220"}, "VOICEBOT_SEND_CHUNK_SPEAKING_MS"),
+        ({"VOICEBOT_WORKERS": "9"}, "VOICEBOT_WORKERS=9 must be between 1 and 8"),
+        ({"VOICEBOT_WORKERS": "2", "VOICEBOT_WORKER_INDEX": "2"}, "VOICEBOT_WORKER_INDEX"),
+        ({"VOICEBOT_WORKERS": "2", "VOICEBOT_PORT": "65534"}, "no room for the workers"),
+        ({"VOICEBOT_REPLICA_URL": "voicebot-2.internal"}, "VOICEBOT_REPLICA_URL"),
+        ({"VOICEBOT_REPLICA_URL": "https://v.example.com/r/2?x=1"}, "no query"),
+        ({"VOICEBOT_CRT_THREADS": "-1"}, "VOICEBOT_CRT_THREADS"),
+        (
+            {"VOICEBOT_CONSOLE": "1", "VOICEBOT_CONSOLE_TOKEN": "x" * 20, "VOICEBOT_WORKERS": "2"},
+            "VOICEBOT_WORKERS=1",
+        ),
+    ],
+)
+def test_scaling_settings_are_checked(environ: dict[str, str], names: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(names)):
+        load_settings(environ)
+
+
+def test_workers_default_to_one_per_core_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.sched_getaffinity", lambda _: set(range(64)))
+    assert Settings().worker_count == 8
+    monkeypatch.setattr("os.sched_getaffinity", lambda _: {0, 1})
+    assert Settings().worker_count == 2
+    assert Settings(workers=1).worker_count == 1
+    assert Settings(console=True, console_token="x" * 20).worker_count == 1  # the console lives in one process
+    assert load_settings({"VOICEBOT_SEND_CHUNK_MS": "100"}).send_chunk_ms == 100

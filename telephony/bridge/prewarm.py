@@ -5,6 +5,10 @@ the agent then, rather than at ``start``, takes the model's connection time off 
 the first words. The agent is handed to the call's session when its stream starts; if the stream
 never comes (the caller hung up while it rang, or a webhook from a retry), it is stopped after
 ``ttl_s`` or when Twilio reports the call over.
+
+With several workers or replicas, the TwiML names the one that pre-warmed (``WARM_PARAMETER``, and
+the stream URL routes there); a stream that still lands elsewhere starts cold: ``claim_warm`` logs it
+and counts it (``voicebot_prewarm_total{outcome="miss"}``), and the call goes on.
 """
 
 from __future__ import annotations
@@ -25,6 +29,12 @@ from telephony.controls import CALL_CONTROL_KEY
 log = logging.getLogger(__name__)
 
 STOP_TIMEOUT_S = 5.0
+WARM_PARAMETER = "voicebotWarm"
+"""``<Parameter>`` the webhook adds when it pre-warmed an agent: the worker or replica that holds it."""
+
+Outcome = Callable[[str], None]
+"""Counts what became of a pre-warm: ``hit``, ``miss`` (the stream landed elsewhere), ``late`` (the
+stream came here after the agent was given up), ``discarded`` (no stream came in time)."""
 
 
 class DeferredControl:
@@ -77,9 +87,10 @@ class WarmAgent:
 
 
 class Prewarmer:
-    def __init__(self, factory: AgentFactory, ttl_s: float = 30.0) -> None:
+    def __init__(self, factory: AgentFactory, ttl_s: float = 30.0, outcome: Outcome | None = None) -> None:
         self._factory = factory
         self._ttl_s = ttl_s
+        self._outcome = outcome or (lambda _: None)
         self._warm: dict[str, WarmAgent] = {}
         self._stopping: set[asyncio.Task[None]] = set()
 
@@ -105,6 +116,7 @@ class Prewarmer:
         warm = self.take(call_sid)
         if warm is not None:
             log.info("call=%s | pre-warmed agent discarded: %s", call_sid, why)
+            self._outcome("discarded")
             task = asyncio.create_task(self._stop(warm), name=f"prewarm-stop:{call_sid}")
             self._stopping.add(task)
             task.add_done_callback(self._stopping.discard)
@@ -141,6 +153,39 @@ class Prewarmer:
                 log.warning("call=%s | pre-warmed agent did not stop cleanly: %r", warm.call.call_sid, error)
         elif not warm.built.done():
             warm.built.cancel()
+
+
+def claim_warm(
+    prewarmer: Prewarmer | None,
+    call_sid: str,
+    warmed_on: str | None,
+    here: str,
+    outcome: Outcome,
+    call_log: logging.Logger | logging.LoggerAdapter[logging.Logger],
+) -> WarmAgent | None:
+    """The call's pre-warmed agent if this process holds it; else None (a cold start), logged and counted.
+
+    ``warmed_on`` is the webhook's ``WARM_PARAMETER`` (None: nothing was pre-warmed for this call, as for
+    console and dialled-out calls); ``here`` names this worker or replica.
+    """
+    warm = prewarmer.take(call_sid) if prewarmer is not None and call_sid else None
+    if warm is not None:
+        outcome("hit")
+        return warm
+    if warmed_on is None:
+        return None
+    if warmed_on == here:
+        outcome("late")
+        call_log.info("pre-warmed agent already given up (no stream within the TTL?): starting cold")
+        return None
+    outcome("miss")
+    call_log.warning(
+        "pre-warm miss: the agent was pre-warmed on %s but the stream reached %s: starting cold "
+        "(route each stream to the worker or replica its URL names; README: Scaling out)",
+        warmed_on,
+        here,
+    )
+    return None
 
 
 def callinfo_from_webhook(form: Callable[[str], object], parameters: dict[str, str]) -> CallInfo:

@@ -2,8 +2,9 @@
 
 This is the only module that knows both sides. Its tasks, all owned and cancelled here:
 
-- reader:   WebSocket -> parse -> caller μ-law -> ``InboundAudio`` -> ``InboundBuffer`` (never waits)
-- sender:   ``InboundBuffer`` -> ``agent.send()`` (may block during a model reconnect; the buffer absorbs it)
+- reader:   WebSocket -> parse -> caller μ-law -> ``InboundBuffer`` (never waits)
+- sender:   ``InboundBuffer`` -> ``SendChunks`` of μ-law -> ``InboundAudio`` -> ``agent.send()`` (may block
+            during a model reconnect; the buffer absorbs it)
 - receiver: ``agent.receive()`` -> ``OutboundAudio`` -> ``Playback`` (never waits on the network)
 - writer:   ``Playback`` -> WebSocket (media, mark, clear)
 - goodbye / apology: short-lived tasks that end the call once the last words have been heard.
@@ -42,11 +43,11 @@ from strands.bidi.types import (
 from telephony.bridge.agent_factory import AgentFactory, agent_info, build_agent
 from telephony.bridge.caller_speech import CallerSpeech
 from telephony.bridge.failure import error_summary, operator_notes
-from telephony.bridge.inbound import InboundBuffer
+from telephony.bridge.inbound import InboundBuffer, SendChunks
 from telephony.bridge.model_guard import guard_model_stream
 from telephony.bridge.observer import ObserverFactory, Observers
 from telephony.bridge.playback import FRAME_SECONDS, MarkState, Playback, Stamp
-from telephony.bridge.prewarm import Prewarmer, WarmAgent
+from telephony.bridge.prewarm import WARM_PARAMETER, Prewarmer, WarmAgent, claim_warm
 from telephony.bridge.protocol import (
     MAX_MESSAGE_BYTES,
     Connected,
@@ -69,7 +70,7 @@ from telephony.bridge.transfer import (
 )
 from telephony.bridge.watchdog import CallClock, Limits, Verdict
 from telephony.call_info import CallInfo
-from telephony.codec import InboundAudio, OutboundAudio, ulaw_level_dbfs
+from telephony.codec import TWILIO_RATE, InboundAudio, OutboundAudio, ulaw_level_dbfs
 from telephony.config import Settings
 from telephony.controls import CALL_CONTROL_KEY
 from telephony.operations.latency import LatencySamples
@@ -77,6 +78,7 @@ from telephony.operations.logs import CallLog
 from telephony.operations.metrics import Metrics
 from telephony.twilio.call_control import REST_TIMEOUT_S, CallControlClient, hang_up_with_retries
 from telephony.twilio.security import CONSOLE_PARAMETER, PARAMETER_NAME, CallTokens, TokenError, console_subject
+from telephony.twilio.stream_route import instance_name
 from telephony.twilio.twiml import dial_twiml
 
 log = logging.getLogger(__name__)
@@ -147,6 +149,7 @@ class CallSession:
         self._handing_to: asyncio.Task[WarmTransfer | None] | None = None
         """The warm transfer taking this caller to hold: once it has, it inherits the recording and the feed."""
         self.transcript: deque[tuple[str, str]] = deque(maxlen=TRANSCRIPT_LINES)
+        self._warmed_on: str | None = None
         self.latency = LatencySamples()
         self._apology = apology if apology is not None else load_apology()
         self.stats = CallStats()
@@ -156,6 +159,7 @@ class CallSession:
         self._inbound_audio: InboundAudio | None = None
         self._outbound_audio: OutboundAudio | None = None
         self._inbound: InboundBuffer | None = None
+        self._chunks: SendChunks | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ended = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -373,6 +377,7 @@ class CallSession:
 
     def _begin(self, start: Start) -> None:
         self.call = self._role.call_info(start.call_info())
+        self._warmed_on = start.custom_parameters.get(WARM_PARAMETER)
         self._log = CallLog(log, start.call_sid)
         if start.media_format.encoding != "audio/x-mulaw" or start.media_format.sample_rate != 8000:
             self._log.warning("unexpected media format %s; treating audio as μ-law 8 kHz", start.media_format)
@@ -467,9 +472,9 @@ class CallSession:
             # The watchdog needs only a coarse "has the caller spoken": look at one frame in five.
             voiced = self.stats.frames_in % 5 == 0 and ulaw_level_dbfs(media.payload) > VOICE_LEVEL_DBFS
             self._clock.media(time.monotonic(), voiced=voiced)
-        if self._inbound is None or self._inbound_audio is None:
+        if self._inbound is None:
             return  # the agent is not built yet, so its input rate is unknown (a few ms at most)
-        self._inbound.put_audio(self._inbound_audio.convert(media.payload))
+        self._inbound.put_audio(media.payload)  # converted a chunk at a time, in the sender
 
     def _on_mark(self, name: str) -> None:
         assert self.playback is not None
@@ -530,7 +535,10 @@ class CallSession:
 
     async def _start_agent(self, call: CallInfo) -> BidiAgent:
         """The agent pre-warmed at the webhook if there is one, else one built and connected now."""
-        warm = self._role.take_warm() or (self._prewarmer.take(call.call_sid) if self._prewarmer else None)
+        here = instance_name(self._settings)
+        warm = self._role.take_warm() or claim_warm(
+            self._prewarmer, call.call_sid, self._warmed_on, here, self._count_prewarm, self._log
+        )
         control = self._role.control(self)
         if warm is None:
             self.agent = await build_agent(self._role.factory or self._agent_factory, call)
@@ -552,20 +560,37 @@ class CallSession:
         self._observers.notify("model_audio", input_rate, output_rate)
         self._inbound_audio = InboundAudio(input_rate)
         self._outbound_audio = OutboundAudio(output_rate)
-        bytes_per_ms = input_rate * 2 // 1000
-        self._inbound = InboundBuffer(max_audio_bytes=self._settings.inbound_buffer_ms * bytes_per_ms)
+        ulaw_per_ms = TWILIO_RATE // 1000  # the buffer holds caller μ-law, one byte a sample
+        self._inbound = InboundBuffer(max_audio_bytes=self._settings.inbound_buffer_ms * ulaw_per_ms)
+        self._chunks = SendChunks(
+            quiet_bytes=self._settings.send_chunk_ms * ulaw_per_ms,
+            speaking_bytes=self._settings.send_chunk_speaking_ms * ulaw_per_ms,
+            bot_speaking=self._bot_heard,
+        )
+
+    def _bot_heard(self) -> bool:
+        """The bot is answering, or the caller is still hearing it: a barge-in may come any moment."""
+        return self._responding or (self.playback is not None and self.playback.playout_end > time.monotonic())
+
+    def _count_prewarm(self, outcome: str) -> None:
+        if self._metrics is not None:
+            self._metrics.prewarm_outcome(outcome)
 
     async def _send_loop(self, agent: BidiAgent) -> None:
-        assert self._inbound is not None
+        assert self._inbound is not None and self._inbound_audio is not None and self._chunks is not None
         while True:
-            item, received_at = await self._inbound.get()
+            item, received_at, newest_at = await self._inbound.get(self._chunks)
+            if isinstance(item, bytes):
+                item = self._inbound_audio.convert(item)
             self._observers.notify("agent_input", item)
             try:
                 if isinstance(item, str):
                     await agent.send(item)
                 else:
                     await agent.send(AudioDelta(format="pcm", source={"bytes": item}))
-                    self.latency.add("frame_to_send", time.monotonic() - received_at)
+                    sent = time.monotonic()
+                    self.latency.add("frame_to_send", sent - newest_at)
+                    self.latency.add("caller_audio_to_model", sent - received_at)
             except Exception as error:  # noqa: BLE001 - a failing model gets the apology
                 self._fail(f"agent rejected input: {error_summary(error)}", error, kind="agent_input")
                 return

@@ -1,7 +1,10 @@
 """The bridge's own share of latency, measured where it happens.
 
 Measures (seconds):
-- ``frame_to_send``: a caller frame received -> ``agent.send()`` done with it;
+- ``frame_to_send``: the caller frame that completed a chunk received -> ``agent.send()`` done with the chunk
+  (the bridge's and the model client's own time, without the wait for the chunk to fill);
+- ``caller_audio_to_model``: the oldest frame of a chunk received -> ``agent.send()`` done with the chunk
+  (the longest any caller audio waited before the model client had written it: the chunking hold included);
 - ``audio_to_frame``: an agent audio event received -> its first frame written to the socket;
 - ``barge_in_to_clear``: ``BidiBargeInEvent`` received -> ``clear`` written;
 - ``start_to_first_audio``: the stream's ``start`` received -> the first bot frame written;
@@ -15,7 +18,14 @@ from __future__ import annotations
 
 from collections import deque
 
-MEASURES = ("frame_to_send", "audio_to_frame", "barge_in_to_clear", "start_to_first_audio", "turn")
+MEASURES = (
+    "frame_to_send",
+    "caller_audio_to_model",
+    "audio_to_frame",
+    "barge_in_to_clear",
+    "start_to_first_audio",
+    "turn",
+)
 _CALL_SAMPLES = 1_000
 _APP_SAMPLES = 20_000
 

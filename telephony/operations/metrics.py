@@ -3,23 +3,45 @@
 One registry per app, so several apps (tests, replicas in one process) never share counters.
 Call-level figures are recorded once, when a call ends, from its ``CallStats``: nothing on the
 audio path touches a metric.
+
+With ``voicebot serve --workers N`` every worker writes its figures to files in
+``PROMETHEUS_MULTIPROC_DIR`` (prometheus_client's multiprocess mode, set up by the supervisor before
+the workers start), and ``/metrics`` on any worker renders the sum over all of them: one scrape
+target per server, as Prometheus users expect of gunicorn-style servers.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.multiprocess import MultiProcessCollector
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def multiprocess_dir() -> str | None:
+    """The shared metrics folder when this process is one of several workers (else None)."""
+    return os.environ.get(MULTIPROCESS_DIR_ENV) or None
 
 
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.calls_active = Gauge("voicebot_calls_active", "Calls in progress.", registry=r)
+        self.calls_active = Gauge(
+            "voicebot_calls_active", "Calls in progress.", registry=r, multiprocess_mode="livesum"
+        )
+        self.prewarm = Counter(
+            "voicebot_prewarm",
+            "What became of pre-warmed agents: hit (the stream came here), miss (it landed on another worker or "
+            "replica: a cold start), late (it came after the agent was given up), discarded (no stream came).",
+            ["outcome"],
+            registry=r,
+        )
         self.calls = Counter("voicebot_calls", "Calls ended, by who ended them.", ["ended_by"], registry=r)
         self.calls_refused = Counter(
             "voicebot_calls_refused", "Calls turned away before the stream, by reason.", ["reason"], registry=r
@@ -58,7 +80,16 @@ class Metrics:
         self.bad_messages = Counter("voicebot_bad_messages", "Malformed or foreign Media Streams messages.", registry=r)
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """This process's metrics, or every worker's summed when running as one of several."""
+        folder = multiprocess_dir()
+        if folder is None:
+            return generate_latest(self.registry)
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=folder)
+        return generate_latest(registry)
+
+    def prewarm_outcome(self, outcome: str) -> None:
+        self.prewarm.labels(outcome=outcome).inc()
 
     def record_call(self, stats: CallStatsLike, caller_chunks_dropped: int, bot_frames_dropped: int) -> None:
         """Everything about one call, once, when it ends."""

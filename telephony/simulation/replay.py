@@ -284,9 +284,16 @@ def sent_before_hang_up(recording: Recording) -> int:
 
 
 def offline_settings(settings: Settings, recording: Recording, record: Path | None = None) -> Settings:
-    """The environment's call behaviour, with no Twilio account and the recorded greeting (if any)."""
+    """The environment's call behaviour, with no Twilio account and the recorded greeting (if any).
+
+    Caller audio reaches the replay model frame by frame (20 ms sends): the model re-emits each event
+    once it has been given as much audio as when it was recorded, and whole frames hit that point
+    exactly whatever chunk size the recording was made with.
+    """
     return replace(
         settings,
+        send_chunk_ms=20,
+        send_chunk_speaking_ms=20,
         public_url=None,
         twilio_account_sid=None,
         twilio_auth_token=None,

@@ -140,10 +140,14 @@ def verify_websocket_signature(auth_token: str, public_base: str, path: str, sig
     Twilio signs the public ``wss://host/path`` with no parameters; the same URL with its trailing
     ``/`` toggled is accepted too, since the TwiML we (or a user) wrote may differ from the route.
     """
-    url = websocket_url(public_base, path)
-    toggled = url[:-1] if url.endswith("/") else url + "/"
-    urls = [variant for candidate in (url, toggled) for variant in _port_variants(candidate)]
-    return _matches(auth_token, urls, [], signature)
+    return verify_websocket_signature_over(auth_token, [websocket_url(public_base, path)], signature)
+
+
+def verify_websocket_signature_over(auth_token: str, urls: Iterable[str], signature: str | None) -> bool:
+    """Like :func:`verify_websocket_signature`, over any of several full ``wss://`` URLs (workers, replicas)."""
+    toggled = [url[:-1] if url.endswith("/") else url + "/" for url in urls]
+    variants = [variant for candidate in (*urls, *toggled) for variant in _port_variants(candidate)]
+    return _matches(auth_token, variants, [], signature)
 
 
 # -------------------------------------------------------------------------------------- tokens

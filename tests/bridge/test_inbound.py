@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from telephony.bridge.inbound import InboundBuffer
+from telephony.bridge.inbound import InboundBuffer, SendChunks
 
 
 async def test_joins_audio_and_keeps_text_in_order() -> None:
@@ -42,4 +42,43 @@ async def test_a_joined_chunk_carries_the_arrival_time_of_its_oldest_part() -> N
     buffer = InboundBuffer(max_audio_bytes=100)
     buffer.put_audio(b"a", received_at=1.0)
     buffer.put_audio(b"b", received_at=2.0)
-    assert await buffer.get() == (b"ab", 1.0)
+    assert await buffer.get() == (b"ab", 1.0, 2.0)
+
+
+async def test_audio_waits_for_a_whole_chunk_and_text_flushes_it() -> None:
+    buffer = InboundBuffer(max_audio_bytes=10_000)
+    getter = asyncio.create_task(buffer.get(480))  # 60 ms of μ-law
+    for index in range(2):
+        buffer.put_audio(bytes([index]) * 160, received_at=float(index))
+    await asyncio.sleep(0.01)
+    assert not getter.done()  # 40 ms is not a chunk yet
+    buffer.put_audio(b"\x02" * 160, received_at=2.0)
+    assert await asyncio.wait_for(getter, 1) == (b"\x00" * 160 + b"\x01" * 160 + b"\x02" * 160, 0.0, 2.0)
+    buffer.put_audio(b"\x03" * 160, received_at=3.0)
+    buffer.put_text("The caller pressed 5.")
+    assert (await asyncio.wait_for(buffer.get(480), 1)).item == b"\x03" * 160  # text never waits on audio
+    assert (await asyncio.wait_for(buffer.get(480), 1)).item == "The caller pressed 5."
+
+
+async def test_chunks_are_smaller_while_the_bot_is_heard() -> None:
+    speaking = False
+    chunks = SendChunks(quiet_bytes=480, speaking_bytes=160, bot_speaking=lambda: speaking)
+    buffer = InboundBuffer(max_audio_bytes=10_000)
+    buffer.put_audio(b"a" * 160)
+    getter = asyncio.create_task(buffer.get(chunks))
+    await asyncio.sleep(0.01)
+    assert not getter.done()
+    speaking = True  # the bot starts talking: the next frame is sent at once, with what waited
+    buffer.put_audio(b"b" * 160)
+    assert (await asyncio.wait_for(getter, 1)).item == b"a" * 160 + b"b" * 160
+    buffer.put_audio(b"c" * 160)
+    assert (await asyncio.wait_for(buffer.get(chunks), 1)).item == b"c" * 160
+
+
+async def test_a_backlog_goes_out_in_sends_of_at_most_the_cap() -> None:
+    chunks = SendChunks(quiet_bytes=480, speaking_bytes=320, bot_speaking=lambda: False, most_bytes=800)
+    buffer = InboundBuffer(max_audio_bytes=16_000)
+    for _ in range(12):  # 240 ms queued while the model was reconnecting
+        buffer.put_audio(b"x" * 160)
+    sizes = [len((await asyncio.wait_for(buffer.get(chunks), 1)).item) for _ in range(2)]
+    assert sizes == [800, 800] and buffer.audio_bytes == 320  # the rest waits to fill a chunk

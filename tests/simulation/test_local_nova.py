@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import math
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ from strands.bidi.types import (
 )
 
 from agent.bedrock_endpoint import BedrockEndpoint
+from agent.crt_loop import shared_event_loop
 from agent.models import create_model
 from telephony.config import Settings
 from telephony.simulation.local_nova import (
@@ -392,3 +394,33 @@ async def test_offline_brain_hears_and_speaks_real_speech(local_nova: LocalNova)
         await agent.stop()
     assert transcripts(events, "user") == ["what time is it"]
     assert transcripts(events, "assistant") == ["It is ten past nine."]
+
+
+def os_threads() -> int:
+    """Threads of this process as the OS sees them (CRT's native I/O threads included)."""
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.parametrize("crt_threads", [1, 0])
+async def test_calls_share_one_crt_event_loop_unless_told_not_to(local_nova: LocalNova, crt_threads: int) -> None:
+    local_nova.brain = ScriptedBrain(default=Reply(text="Hello.", audio=Tone(0.3)))
+    settings = Settings(model="nova", model_id=MODEL_ID, aws_region="us-east-1", crt_threads=crt_threads)
+    agents = [BidiAgent(model=create_model(settings), system_prompt="You answer the phone.") for _ in range(4)]
+    before = os_threads()
+    for agent in agents:
+        await agent.start()
+    try:
+        during = os_threads()
+        bootstraps = {id(agent.model._client._config.transport._client_bootstrap) for agent in agents}
+        for agent in agents:
+            await agent.send("Hi.")
+            replies = transcripts(await collect(agent, lambda e: isinstance(e, BidiResponseStopEvent)), "assistant")
+            assert replies == ["Hello."]
+    finally:
+        await asyncio.gather(*(agent.stop() for agent in agents))
+    if crt_threads:
+        assert bootstraps == {id(shared_event_loop(1).bootstrap)}
+        assert during - before <= 1  # the shared group's one thread, made by the first call of the process
+    else:
+        assert len(bootstraps) == 4 and id(shared_event_loop(1).bootstrap) not in bootstraps
+        assert during - before >= 4  # strands' default: an I/O thread per call

@@ -109,8 +109,8 @@ def test_serve_refuses_to_listen_unprotected(monkeypatch: pytest.MonkeyPatch, tm
     monkeypatch.setattr(
         "telephony.operations.shutdown.DrainingServer.run", lambda self, sockets=None: started.append(self.config.host)
     )
-    assert main(["serve", "--host", "0.0.0.0", "--allow-unsigned"]) == 0
-    assert main(["serve", "--host", "127.0.0.1"]) == 0
+    assert main(["serve", "--host", "0.0.0.0", "--allow-unsigned", "--workers", "1"]) == 0
+    assert main(["serve", "--host", "127.0.0.1", "--workers", "1"]) == 0
     assert started == ["0.0.0.0", "127.0.0.1"]
 
 

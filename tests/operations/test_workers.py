@@ -1,0 +1,192 @@
+"""`voicebot serve --workers 2` behind Debian's nginx with the shipped deploy/nginx/voicebot.conf.
+
+Real processes end to end: the supervisor and its workers, nginx, simulated Twilio callers that sign
+their webhooks and stream upgrades. Checked: every stream reaches the worker that pre-warmed its agent
+(pre-warm hits only), a stream that lands on another worker starts cold and still talks (a miss, logged
+and counted), /metrics through nginx sums both workers, and SIGTERM drains both workers together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from telephony.simulation.caller import SimulatedCaller, StreamTarget, answer, twilio_signature
+from telephony.simulation.local_nginx import local_nginx, nginx_binary
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLIC = "https://voice.example.com"
+TOKEN = "test-auth-token-for-workers"
+ACCOUNT = "AC" + "5" * 32
+
+pytestmark = pytest.mark.skipif(
+    nginx_binary() is None,
+    reason="nginx is not installed: `apt-get install nginx-light` (Debian's package; .ci/run installs it)",
+)
+
+
+def free_ports(count: int) -> int:
+    """A port with the ``count - 1`` ports above it free too (the workers' own ports)."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        if base + count >= 65535:
+            continue
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no run of free ports")
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """Sum of the samples of ``name`` whose labels include ``labels``."""
+    total = 0.0
+    for line in text.splitlines():
+        match = re.match(rf"^{name}(?:\{{(.*)\}})? (\S+)$", line)
+        if match and all(f'{key}="{value}"' in (match.group(1) or "") for key, value in labels.items()):
+            total += float(match.group(2))
+    return total
+
+
+@asynccontextmanager
+async def workers(base: int, **env: str) -> AsyncIterator[asyncio.subprocess.Process]:
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "PUBLIC_URL": PUBLIC,
+        "TWILIO_ACCOUNT_SID": ACCOUNT,
+        "TWILIO_AUTH_TOKEN": TOKEN,
+        "VOICEBOT_GREETING": "Greet the caller.",
+        "VOICEBOT_PORT": str(base),
+        "VOICEBOT_LOG_LEVEL": "INFO",
+        **env,
+    }
+    environment.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "telephony.cli", "serve", "--workers", "2",
+        "--agent", "tests.fakes.turns:turn_taking_agent", cwd=ROOT, env=environment,
+    )  # fmt: skip
+    try:
+        async with httpx.AsyncClient() as client:
+            for port in (base + 1, base + 2):  # each worker's own port: both workers are up
+                for _ in range(600):
+                    try:
+                        if (await client.get(f"http://127.0.0.1:{port}/health")).status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        pass
+                    await asyncio.sleep(0.05)
+                else:
+                    raise AssertionError(f"worker on port {port} did not start")
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+def worker_of(target: StreamTarget) -> int:
+    match = re.fullmatch(r"wss://voice\.example\.com/w/(\d)/media-stream", target.url)
+    assert match, target.url
+    return int(match.group(1))
+
+
+async def webhook(server: str, call_sid: str) -> StreamTarget:
+    form = {"CallSid": call_sid, "From": "+15550001111", "To": "+15550002222", "AccountSid": ACCOUNT}
+    return await answer(server, form, TOKEN, PUBLIC)
+
+
+def caller(connect_to: str, signed_url: str, call_sid: str, target: StreamTarget) -> SimulatedCaller:
+    headers = {"X-Twilio-Signature": twilio_signature(TOKEN, signed_url, {})}
+    return SimulatedCaller(connect_to, call_sid=call_sid, parameters=target.parameters, headers=headers)
+
+
+async def talk(call: SimulatedCaller) -> int:
+    """Listen to the greeting, then hang up; returns the frames of bot audio heard."""
+    await call.connect()
+    await call.silence(1.5)
+    heard = len(call.media_payloads())
+    await call.stop()
+    return heard
+
+
+async def test_streams_reach_the_worker_that_prewarmed_them_through_nginx(tmp_path: Path) -> None:
+    base, front = free_ports(3), free_ports(1)
+    async with workers(base) as supervisor, local_nginx(tmp_path / "nginx", front, base):
+        # Webhooks through nginx (any worker) and straight to each worker's own port (both surely used).
+        servers = [f"http://127.0.0.1:{front}"] * 2 + [f"http://127.0.0.1:{base + 1 + n % 2}" for n in range(4)]
+        sids = [f"CA{index:032x}" for index in range(len(servers))]
+        targets = await asyncio.gather(*(webhook(server, sid) for server, sid in zip(servers, sids, strict=True)))
+        assert [worker_of(t) for t in targets[2:]] == [0, 1, 0, 1]
+
+        calls = [
+            caller(t.url.replace("wss://voice.example.com", f"ws://127.0.0.1:{front}"), t.url, sid, t)
+            for t, sid in zip(targets, sids, strict=True)
+        ]
+
+        async def one(call: SimulatedCaller) -> int:
+            async with call:
+                return await talk(call)
+
+        heard = await asyncio.gather(*(one(call) for call in calls))
+        assert all(frames > 0 for frames in heard), heard
+
+        # A stream that lands on the other worker (a proxy that lost worker 0 keeps the path): cold, but it talks.
+        target = await webhook(f"http://127.0.0.1:{base + 1}", "CA" + "e" * 32)
+        assert worker_of(target) == 0
+        stray = caller(f"ws://127.0.0.1:{base + 2}/w/0/media-stream", target.url, "CA" + "e" * 32, target)
+        async with stray:
+            assert await talk(stray) > 0
+
+        await asyncio.sleep(0.5)  # the last calls' figures are written when they end
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{front}") as client:
+            text = (await client.get("/metrics")).text
+        assert metric(text, "voicebot_prewarm_total", outcome="hit") == 6
+        assert metric(text, "voicebot_prewarm_total", outcome="miss") == 1
+        assert metric(text, "voicebot_calls_total") == 7  # both workers' calls, whichever answered the scrape
+        assert metric(text, "voicebot_calls_active") == 0
+        supervisor.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(supervisor.wait(), 30) == 0
+
+
+async def test_sigterm_drains_every_worker_together(tmp_path: Path) -> None:
+    base, front = free_ports(3), free_ports(1)
+    env = {"VOICEBOT_SHUTDOWN_GRACE": "1", "VOICEBOT_WRAP_UP_SECONDS": "3"}
+    async with workers(base, **env) as supervisor, local_nginx(tmp_path / "nginx", front, base):
+        targets = [await webhook(f"http://127.0.0.1:{base + 1 + n}", f"CA{n + 1:032x}") for n in range(2)]
+        calls = [
+            caller(f"ws://127.0.0.1:{front}/w/{n}/media-stream", t.url, f"CA{n + 1:032x}", t)
+            for n, t in enumerate(targets)
+        ]
+        async with calls[0], calls[1]:
+            for call in calls:
+                await call.connect()
+            talkers = [asyncio.create_task(call.silence(30)) for call in calls]
+            await asyncio.sleep(1.0)
+            supervisor.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.5)
+            async with httpx.AsyncClient() as client:
+                for port in (base + 1, base + 2, front):  # each worker, and whichever nginx reaches
+                    assert (await client.get(f"http://127.0.0.1:{port}/health")).status_code == 503
+            for call in calls:
+                await call.wait_closed(15)  # ended by the server after the grace and the wrap-up
+                assert not call.hung_up and len(call.media_payloads()) > 0
+            for task in talkers:
+                task.cancel()
+        assert await asyncio.wait_for(supervisor.wait(), 30) == 0
