@@ -126,6 +126,18 @@ async def talk(call: SimulatedCaller) -> int:
     return heard
 
 
+async def settled_metrics(base: str, calls: int, timeout: float = 15.0) -> str:
+    """``/metrics`` once every call has ended and been counted (a loaded machine writes them late)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    async with httpx.AsyncClient(base_url=base) as client:
+        while True:
+            text = (await client.get("/metrics")).text
+            settled = metric(text, "voicebot_calls_total") == calls and metric(text, "voicebot_calls_active") == 0
+            if settled or asyncio.get_running_loop().time() > deadline:
+                return text
+            await asyncio.sleep(0.2)
+
+
 async def test_streams_reach_the_worker_that_prewarmed_them_through_nginx(tmp_path: Path) -> None:
     base, front = free_ports(3), free_ports(1)
     async with workers(base) as supervisor, local_nginx(tmp_path / "nginx", front, base):
@@ -154,9 +166,7 @@ async def test_streams_reach_the_worker_that_prewarmed_them_through_nginx(tmp_pa
         async with stray:
             assert await talk(stray) > 0
 
-        await asyncio.sleep(0.5)  # the last calls' figures are written when they end
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{front}") as client:
-            text = (await client.get("/metrics")).text
+        text = await settled_metrics(f"http://127.0.0.1:{front}", calls=7)  # figures are written as calls end
         assert metric(text, "voicebot_prewarm_total", outcome="hit") == 6
         assert metric(text, "voicebot_prewarm_total", outcome="miss") == 1
         assert metric(text, "voicebot_calls_total") == 7  # both workers' calls, whichever answered the scrape
