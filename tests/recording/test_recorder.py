@@ -58,6 +58,10 @@ async def test_a_call_is_recorded_as_events_wavs_and_transcript(tmp_path: Path) 
     async with harness(script, observers=[recorder_factory(tmp_path)]) as h:
         async with h.caller() as call:
             await call.connect()
+            for _ in range(250):  # the caller talks over the greeting, so it waits for it to start playing
+                if call.heard:
+                    break
+                await call.silence(0.02)
             await call.silence(0.3)
             await call.stream(tone_ulaw(0.5, 600))
             await call.silence(0.8)
