@@ -72,6 +72,8 @@ class _Start:
 
     endpoint: BedrockEndpoint
     crt_threads: int
+    writers: set[asyncio.Task[Any]]
+    """The model's CRT request-writer tasks (see ``_watch_writers``)."""
 
 
 _starting: contextvars.ContextVar[_Start | None] = contextvars.ContextVar("bedrock_endpoint", default=None)
@@ -93,7 +95,47 @@ class _EndpointConfig(_SDKConfig):  # type: ignore[misc, valid-type]
                 transport = overrides["transport"] = _on_shared_loop(transport, start.crt_threads)
             if endpoint.ca_bundle is not None and transport is not None:
                 _trust_only(transport, endpoint.ca_bundle)
+            if transport is not None:
+                _watch_writers(transport, start.writers)
         return await _SDKConfig.resolve(**overrides)
+
+
+def _watch_writers(transport: Any, writers: set[asyncio.Task[Any]]) -> None:
+    """Remember each stream's CRT request-writer task, so the model's stop() can end one its stream left behind."""
+    original = getattr(transport, "_await_response", None)
+    if original is None:
+        return
+
+    async def await_response(stream: Any) -> Any:
+        task = getattr(stream, "_writer", None)
+        if isinstance(task, asyncio.Task):
+            writers.add(task)
+            task.add_done_callback(writers.discard)
+        return await original(stream)
+
+    transport._await_response = await_response
+
+
+WRITER_GRACE_S = 0.5
+"""How long stop() lets a closed stream's request writer finish on its own before cancelling it."""
+
+
+async def _end_orphan_writers(writers: set[asyncio.Task[Any]]) -> None:
+    """Cancel request writers still waiting after their stream was closed.
+
+    awscrt can leave a writer waiting forever on a write that the finished HTTP/2 stream never completes (seen
+    after Nova ends a stream at its connection limit, about one restart in ten on a busy machine): one task and
+    its connection leaked per restart. Once strands' stop() has closed the stream, nothing writes to it again.
+    """
+    pending = [task for task in writers if not task.done()]
+    if not pending:
+        return
+    _, stuck = await asyncio.wait(pending, timeout=WRITER_GRACE_S)
+    for task in stuck:
+        task.cancel()
+    await asyncio.gather(*stuck, return_exceptions=True)
+    if stuck:
+        log.info("nova sonic: ended %d request writer(s) a closed stream left waiting", len(stuck))
 
 
 def _on_shared_loop(transport: Any, threads: int) -> Any:
@@ -152,6 +194,7 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
         super().__init__(**kwargs)
         self._endpoint = endpoint
         self._crt_threads = crt_threads
+        self._writers: set[asyncio.Task[Any]] = set()
         self._endpoint_url = f"https://bedrock-runtime.{self.region}.amazonaws.com"
         self._lost_connection: str | None = None
 
@@ -175,7 +218,7 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
             self._endpoint_url,
             f" (trusting {endpoint.ca_bundle})" if endpoint.ca_bundle else "",
         )
-        token = _starting.set(_Start(endpoint, self._crt_threads))
+        token = _starting.set(_Start(endpoint, self._crt_threads, self._writers))
         try:
             await super().start(*args, **kwargs)
         finally:
@@ -209,7 +252,10 @@ class BedrockNovaSonicModel(StrandsNovaSonicModel):
         if lost or (stream is not None and not await _answers(stream)):
             await self._abandon_stream()
         self._lost_connection = None
-        await super().stop()
+        try:
+            await super().stop()
+        finally:
+            await _end_orphan_writers(self._writers)
 
     async def _abandon_stream(self) -> None:
         """Drop a stream that failed, was reset (HTTP/2 RST_STREAM) or never connected, so ``stop()`` cannot hang.
