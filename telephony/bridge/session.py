@@ -29,7 +29,6 @@ from strands.bidi.types import (
     BidiAudioDeltaEvent,
     BidiAudioStopEvent,
     BidiBargeInEvent,
-    BidiConnectionRestartEvent,
     BidiConnectionStopEvent,
     BidiResponseStartEvent,
     BidiResponseStopEvent,
@@ -38,6 +37,7 @@ from strands.bidi.types import (
 )
 
 from telephony.bridge.agent_factory import AgentFactory, build_agent
+from telephony.bridge.continuity import Continuity
 from telephony.bridge.inbound import InboundBuffer
 from telephony.bridge.model_guard import guard_model_stream
 from telephony.bridge.observer import ObserverFactory, Observers
@@ -77,6 +77,8 @@ AGENT_STOP_TIMEOUT_S = 5.0
 WATCHDOG_INTERVAL_S = 0.25
 VOICE_LEVEL_DBFS = -40.0
 """Caller frames louder than this count as speech for the agent-unresponsive watchdog."""
+SEND_CHUNK_MS = 100
+"""Caller audio held during a model reconnect reaches the new connection in chunks of at most this much."""
 
 
 @dataclass
@@ -137,6 +139,7 @@ class CallSession:
         self._inbound_audio: InboundAudio | None = None
         self._outbound_audio: OutboundAudio | None = None
         self._inbound: InboundBuffer | None = None
+        self._continuity: Continuity | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ended = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -254,7 +257,7 @@ class CallSession:
         inbound = self._inbound
         self._log.info(
             "call ended | by=%s reason=%s duration=%.1fs turns=%d barge_ins=%d frames_in=%d frames_out=%d "
-            "caller_audio_dropped_chunks=%d bad_messages=%d latency(p50/p99) %s",
+            "caller_audio_dropped_chunks=%d bad_messages=%d model_restarts=%d latency(p50/p99) %s",
             self.stats.ended_by or "unknown",
             self.stats.end_reason or "unknown",
             self.stats.duration,
@@ -264,6 +267,7 @@ class CallSession:
             playback.frames_sent if playback else 0,
             inbound.dropped_chunks if inbound else 0,
             self.stats.bad_messages,
+            self._continuity.stats.restarts if self._continuity else 0,
             self.latency.brief() or "-",
         )
 
@@ -491,22 +495,38 @@ class CallSession:
         self._inbound_audio = InboundAudio(input_rate)
         self._outbound_audio = OutboundAudio(output_rate)
         bytes_per_ms = input_rate * 2 // 1000
-        self._inbound = InboundBuffer(max_audio_bytes=self._settings.inbound_buffer_ms * bytes_per_ms)
+        max_bytes, chunk_bytes = self._settings.inbound_buffer_ms * bytes_per_ms, SEND_CHUNK_MS * bytes_per_ms
+        self._inbound = InboundBuffer(max_audio_bytes=max_bytes, max_chunk_bytes=chunk_bytes)
+        hold = self._settings.restart_hold_ms * bytes_per_ms
+        self._continuity = Continuity(agent, self._inbound, self, self._log, sample_rate=input_rate, hold_bytes=hold)
+        self._continuity.attach()
 
     async def _send_loop(self, agent: BidiAgent) -> None:
-        assert self._inbound is not None
+        assert self._inbound is not None and self._continuity is not None
         while True:
             item, received_at = await self._inbound.get()
             self._observers.notify("agent_input", item)
             try:
-                if isinstance(item, str):
-                    await agent.send(item)
-                else:
-                    await agent.send(AudioDelta(format="pcm", source={"bytes": item}))
-                    self.latency.add("frame_to_send", time.monotonic() - received_at)
+                await self._send(agent, item)
             except Exception as error:  # noqa: BLE001 - a failing model gets the apology
-                self._fail(f"agent rejected input: {error!r}", error, kind="agent_input")
-                return
+                if not await self._continuity.forgive_send_error(error):
+                    self._fail(f"agent rejected input: {error!r}", error, kind="agent_input")
+                    return
+                try:
+                    await self._send(agent, item)  # once more, on the connection that replaced the old one
+                except Exception as again:  # noqa: BLE001
+                    self._fail(f"agent rejected input: {again!r}", again, kind="agent_input")
+                    return
+            if isinstance(item, bytes):
+                self.latency.add("frame_to_send", time.monotonic() - received_at)
+
+    async def _send(self, agent: BidiAgent, item: bytes | str) -> None:
+        assert self._continuity is not None
+        if isinstance(item, str):
+            await agent.send(item)
+            return
+        await agent.send(AudioDelta(format="pcm", source={"bytes": item}))
+        self._continuity.audio_sent(item)
 
     async def _receive_loop(self, agent: BidiAgent) -> None:
         try:
@@ -523,6 +543,8 @@ class CallSession:
         """Dispatch one agent event. Never awaits: the agent's queue holds a single event."""
         if self._clock is not None:
             self._clock.agent_event(time.monotonic())
+        if self._continuity is not None:
+            self._continuity.agent_event(event)
         if isinstance(event, BidiAudioDeltaEvent):
             self._on_bot_audio(event)
         elif isinstance(event, BidiAudioStopEvent):
@@ -539,8 +561,6 @@ class CallSession:
                 self._user_turn_ended = time.monotonic()
         elif isinstance(event, BidiToolUseBlocksEvent):
             self._log.info("tool calls: %s", ", ".join(use["name"] for use in event.tool_uses))
-        elif isinstance(event, BidiConnectionRestartEvent):
-            self._log.warning("model connection restarting (%s)", event.reason)
         elif isinstance(event, BidiConnectionStopEvent):
             self._log.info("model connection stopped (%s)", event.reason)
 
@@ -604,6 +624,20 @@ class CallSession:
             self._goodbye.cancel()
             self._goodbye = None
             self._log.info("caller spoke over the goodbye: the call goes on")
+
+    # --- continuity across model connections (telephony.bridge.continuity) --------------------------
+
+    def close_cut_answer(self, content_id: str | None) -> None:
+        """The model's connection went mid-answer: what arrived plays out, the rest never comes."""
+        self._responding = False
+        if content_id is not None:
+            self._on_bot_audio_stop(content_id)
+
+    def goodbye_armed(self) -> bool:
+        return self._goodbye is not None or self._hanging_up
+
+    def note(self, kind: str, detail: str) -> None:
+        self._observers.notify("note", kind, detail)
 
     # --- ending the call ---------------------------------------------------------------------------
 

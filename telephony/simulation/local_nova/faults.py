@@ -9,11 +9,12 @@ an HTTP/2 ``RST_STREAM``, or a stream that simply stops answering.
 
 from __future__ import annotations
 
+import random
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Fault", "FaultQueue", "TimeLimits"]
+__all__ = ["Fault", "FaultQueue", "SetupDelay", "TimeLimits"]
 
 ERROR_TYPE_SUFFIX = ":http://internal.amazon.com/coral/com.amazon.bedrock/"
 """Bedrock appends this to ``x-amzn-errortype``; the SDK keeps only the part before the colon."""
@@ -97,3 +98,28 @@ class FaultQueue:
 
     def __len__(self) -> int:
         return len(self._faults)
+
+
+@dataclass
+class SetupDelay:
+    """How long each new connection takes before Nova serves it (real seconds, drawn per connection).
+
+    The server accepts the TCP+TLS connection and then reads nothing for this long, as a slow
+    set-up looks from the client: ``BedrockNovaSonicModel.start()`` returns at once (the CRT client
+    opens the stream in the background) and what it sends waits in the transport until Nova answers.
+    ``between`` draws uniformly from a range with a seeded generator, so runs are reproducible.
+    """
+
+    fixed_s: float = 0.0
+    between: tuple[float, float] | None = None
+    seed: int = 0
+    drawn: list[float] = field(default_factory=list)
+    _random: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._random = random.Random(self.seed)
+
+    def next(self) -> float:
+        delay = self._random.uniform(*self.between) if self.between is not None else self.fixed_s
+        self.drawn.append(delay)
+        return delay

@@ -35,7 +35,7 @@ import h2.settings
 
 from .brain import Brain, Reply, ScriptedBrain
 from .certs import make_certificates
-from .faults import ERROR_TYPE_SUFFIX, Fault, FaultQueue, TimeLimits
+from .faults import ERROR_TYPE_SUFFIX, Fault, FaultQueue, SetupDelay, TimeLimits
 from .protocol import Limits
 from .session import NovaSession, SessionRecord
 from .turns import Pacing
@@ -241,6 +241,7 @@ class LocalNova:
         pacing: audio chunk size and how much faster than real time replies stream.
         protocol_limits: size limits on single inputs.
         reject_violations: answer a protocol violation with ``validationException`` and end the stream.
+        setup_delay: how long each new connection waits before it is served (default: none).
         port: TCP port on 127.0.0.1 (0: any free port).
         cert_dir: where to write the throwaway CA and server certificate (default: a temporary directory).
     """
@@ -253,6 +254,7 @@ class LocalNova:
         pacing: Pacing | None = None,
         protocol_limits: Limits | None = None,
         reject_violations: bool = True,
+        setup_delay: SetupDelay | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         cert_dir: Path | None = None,
@@ -262,6 +264,7 @@ class LocalNova:
         self.pacing = pacing or Pacing()
         self.protocol_limits = protocol_limits or Limits()
         self.reject_violations = reject_violations
+        self.setup_delay = setup_delay or SetupDelay()
         self.faults = FaultQueue()
         self.sessions: list[SessionRecord] = []
         self.rejected: list[Fault] = []
@@ -354,6 +357,9 @@ class LocalNova:
         if task is not None:
             self._serving.add(task)  # type: ignore[arg-type]
         try:
+            delay = self.setup_delay.next()
+            if delay > 0:
+                await asyncio.sleep(delay)  # the client's bytes wait in the transport meanwhile
             await connection.run()
         finally:
             self._connections.discard(connection)
