@@ -270,7 +270,10 @@ def words_heard(text: str, seconds: float, chars_per_second: float = CHARS_PER_S
     if budget >= len(text):
         return text
     cut = text.rfind(" ", 0, budget + 1)
-    return text[: cut if cut > 0 else budget].rstrip(" ,;:")
+    if cut <= 0:  # inside the first word: count it heard once most of it was
+        first = text.split(" ", 1)[0]
+        return first if budget >= len(first) / 2 else ""
+    return text[:cut].rstrip(" ,;:")
 
 
 # --- the call's side of it ----------------------------------------------------------------------------

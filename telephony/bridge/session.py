@@ -467,6 +467,8 @@ class CallSession:
         )
         if self._clock is not None:
             self._clock.agent_started(time.monotonic())
+        if self._inbound is not None:
+            self._inbound.release()  # held while the first connection was set up
         if self._settings.greeting and self._inbound is not None:
             self._inbound.put_text(self._settings.greeting)
         self._spawn(self._send_loop(agent), "sender")
@@ -500,6 +502,7 @@ class CallSession:
         hold = self._settings.restart_hold_ms * bytes_per_ms
         self._continuity = Continuity(agent, self._inbound, self, self._log, sample_rate=input_rate, hold_bytes=hold)
         self._continuity.attach()
+        self._inbound.hold(hold)  # the first connection's set-up loses no caller audio either
 
     async def _send_loop(self, agent: BidiAgent) -> None:
         assert self._inbound is not None and self._continuity is not None
