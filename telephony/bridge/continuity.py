@@ -341,6 +341,7 @@ class Continuity:
         self._response_open = False
         self._audio_open: str | None = None
         self._audio_s = 0.0
+        self._response_spoke = False
         self._barged: set[str] = set()
         self._answer: list[str] = []
         self._answer_block: str | None = None
@@ -374,7 +375,7 @@ class Continuity:
             self._transcribes = True
             self.keeper.heard(self._clock())
         elif isinstance(event, BidiResponseStartEvent):
-            self._response_open = True
+            self._response_open, self._response_spoke = True, False
             self._answer, self._answer_block = [], None
             if not self._transcribes:
                 self.keeper.heard(self._clock())
@@ -414,6 +415,7 @@ class Continuity:
     def _on_audio(self, event: BidiAudioDeltaEvent) -> None:
         if event.content_id in self._barged:
             return  # the rest of an utterance the caller talked over: never played
+        self._response_spoke = True
         if event.content_id != self._audio_open:
             self._audio_open, self._audio_s = event.content_id, 0.0
         rate = event.sample_rate * event.channels
@@ -436,8 +438,13 @@ class Continuity:
         self._cut = self._take_cut(event.reason)
 
     def _take_cut(self, reason: str) -> CutAnswer | None:
-        """An answer the old connection had not finished is cut here: record it and close it."""
-        if not self._response_open and self._audio_open is None:
+        """An answer the old connection had not finished is cut here: record it and close it.
+
+        Cut: speech still streaming, or a response begun that had said nothing yet. A response whose speech
+        ended and that waits on a tool is not: the tool's result makes the next connection speak.
+        """
+        unspoken = self._response_open and not self._response_spoke and not self._tools_pending
+        if self._audio_open is None and not unspoken:
             return None
         text = (self._answer_block if self._answer_block is not None else "".join(self._answer)).strip()
         heard_s = self._audio_s if self._audio_open is not None else 0.0

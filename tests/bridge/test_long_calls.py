@@ -35,12 +35,12 @@ from ..fakes.rest import FakeCallControl
 DROPPED = re.compile(r"caller_audio_dropped_chunks=(\d+)")
 
 
-async def run_call(model_maker, plan: Plan, caplog: pytest.LogCaptureFixture, **settings):  # noqa: ANN001, ANN201
+async def run_call(model_maker, plan: Plan, caplog: pytest.LogCaptureFixture, speed: float = 1.0, **settings):
     """One call through the real app: the caller follows ``plan``; returns its score, tap and caller."""
     tap = Tap()
     caplog.set_level(logging.INFO)
     async with harness(model_maker, tools=[lookup], observers=[lambda call: tap], **settings) as h:
-        async with h.caller() as call:
+        async with h.caller(speed=speed) as call:
             await call.connect()
             log = await talk(call, plan)
         model = h.model
@@ -49,7 +49,7 @@ async def run_call(model_maker, plan: Plan, caplog: pytest.LogCaptureFixture, **
     return score(plan, log, tap, call), tap, call, model, dropped
 
 
-def assert_whole(result, dropped: int) -> None:  # noqa: ANN001
+def assert_whole(result, dropped: int) -> None:
     assert result.problems == [], result.problems
     assert result.heard_whole_once == result.utterances
     assert result.hung_up_by_bot, "the goodbye did not hang up"
@@ -67,26 +67,26 @@ FIXED_PLAN = Plan(
 )
 
 
-@pytest.mark.parametrize("moment", ["utterance", "answer", "tool call", "barge-in", "goodbye"])
-async def test_a_timeout_at_any_moment_leaves_the_call_whole(moment: str, caplog: pytest.LogCaptureFixture) -> None:
-    brain = ToneConversation(FIXED_PLAN)
-    model = LimitedModel(brain, cut_at={moment}, setup_s=0.3)
+MOMENTS = ["utterance", "answer", "tool call", "barge-in", "goodbye"]
+
+
+async def test_a_timeout_at_every_moment_of_a_call_leaves_it_whole(caplog: pytest.LogCaptureFixture) -> None:
+    """One reactive restart mid-utterance, mid-answer, during a tool call, during a barge-in, during the goodbye."""
+    model = LimitedModel(ToneConversation(FIXED_PLAN), cut_at=set(MOMENTS), setup_s=0.3)
     result, tap, call, model, dropped = await run_call(lambda: model, FIXED_PLAN, caplog)
-    assert model.cuts_done == [moment], "the restart did not happen where the test wanted it"
-    assert result.restarts == 1 and tap.restarts == ["timeout"]
+    assert sorted(model.cuts_done) == sorted(MOMENTS), "a restart did not happen where the test wanted it"
+    assert tap.restarts == ["timeout"] * len(MOMENTS)
     assert_whole(result, dropped)
     cuts = [json.loads(detail) for kind, detail in tap.notes if kind == "cut"]
-    if moment in ("answer", "goodbye"):
-        assert len(cuts) == 1 and cuts[0]["reason"] == "timeout" and cuts[0]["heard_s"] > 0.2
-        assert result.resumed == 1
-        if moment == "answer":
-            assert any(abs(hz - RESUME_HZ) < 60 for hz in heard_pitches(call)), "the cut answer was never picked up"
-    elif moment in ("utterance", "barge-in"):
-        assert cuts == [] and result.resumed == 0
-        assert "unfinished utterance given again: 0.00 s" not in caplog.text
+    assert len(cuts) == 2, cuts  # the answer and the goodbye; an utterance, a tool call or a barge-in cut nothing
+    assert all(cut["reason"] == "timeout" and cut["heard_s"] > 0.2 and cut["heard_text"] for cut in cuts)
+    assert result.resumed == 2
+    assert any(abs(hz - RESUME_HZ) < 60 for hz in heard_pitches(call)), "the cut answer was never picked up"
+    carried = [float(m) for m in re.findall(r"unfinished utterance given again: ([0-9.]+) s", caplog.text)]
+    assert max(carried) >= 0.4, "the utterance in progress was not given to the new connection"
 
 
-def heard_pitches(call) -> list[float]:  # noqa: ANN001
+def heard_pitches(call) -> list[float]:
     from ..audio import frame_hz
 
     return [frame_hz(frame.payload) for frame in call.heard]
@@ -104,24 +104,21 @@ async def test_an_utterance_split_by_a_swap_reaches_the_new_connection_whole(cap
     assert carried and float(carried[0].rsplit(": ", 1)[1].split(" ")[0]) >= 0.4 + 0.3 - 0.05  # start + pre-roll
 
 
-@pytest.mark.parametrize("setup_s", [2.5, 5.0])
-async def test_caller_audio_during_a_slow_set_up_is_held_not_dropped(
-    setup_s: float, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_caller_audio_during_a_slow_set_up_is_held_not_dropped(caplog: pytest.LogCaptureFixture) -> None:
     """VOICEBOT_INBOUND_BUFFER_MS (2 s) would overflow; the swap holds up to VOICEBOT_RESTART_HOLD_MS."""
     plan = Plan([Utterance(420.0, 1.0, "ask"), Utterance(520.0, 1.5, "ask"), Utterance(640.0, 0.8, "bye")])
-    model = LimitedModel(ToneConversation(plan), cut_at={"utterance"}, setup_s=lambda: 0.1 if not model.setups else setup_s)
+    model = LimitedModel(ToneConversation(plan), cut_at={"utterance"}, setup_s=lambda: 0.1 if not model.setups else 5.0)
     result, _, _, model, dropped = await run_call(lambda: model, plan, caplog)
     assert_whole(result, dropped)
     held = [r.getMessage() for r in caplog.records if "caller audio held" in r.getMessage()]
     assert held, "the swap was not logged with what was held"
-    assert float(re.search(r"held: ([0-9.]+) s", held[0]).group(1)) > 2.0  # type: ignore[union-attr]
+    assert float(re.search(r"held: ([0-9.]+) s", held[0]).group(1)) > 4.5  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
     ("seed", "proactive"),
-    [(11, True), (12, False), (13, True), (14, False)],
-    ids=["proactive-a", "reactive-a", "proactive-b", "reactive-b"],
+    [(11, True), (12, False)],
+    ids=["proactive", "reactive"],
 )
 async def test_restarts_at_random_moments_with_slow_set_ups(
     seed: int, proactive: bool, caplog: pytest.LogCaptureFixture
@@ -134,7 +131,7 @@ async def test_restarts_at_random_moments_with_slow_set_ups(
         timeout_after_s=None if proactive else (lambda: rng.uniform(2.0, 5.0)),
         setup_s=lambda: rng.uniform(0.1, 3.0),
     )
-    result, tap, _, model, dropped = await run_call(lambda: model, plan, caplog)
+    result, tap, _, model, dropped = await run_call(lambda: model, plan, caplog, speed=2.0)
     assert result.restarts >= 2, f"only {result.restarts} restarts"
     assert set(tap.restarts) == {"scheduled" if proactive else "timeout"}
     assert_whole(result, dropped)

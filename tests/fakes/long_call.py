@@ -452,7 +452,7 @@ def voiced(frame: bytes) -> bool:
 
 
 class Line:
-    """The caller's side of the line: a frame every 20 ms, speech when there is some, else silence."""
+    """The caller's side of the line: a frame every 20 ms (of the caller's ``speed``), speech or silence."""
 
     def __init__(self, caller: SimulatedCaller) -> None:
         self.caller = caller
@@ -472,7 +472,11 @@ class Line:
         """Say ``ulaw`` (whole frames); returns when the last frame went out (caller time)."""
         self._spoken.clear()
         self._speech += ulaw
-        await self._spoken.wait()
+        spoken = asyncio.ensure_future(self._spoken.wait())
+        closed = asyncio.ensure_future(self.caller.closed.wait())
+        await asyncio.wait({spoken, closed}, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in (spoken, closed):
+            waiter.cancel()
         return self.caller.now()
 
     async def _run(self) -> None:
@@ -492,7 +496,7 @@ class Line:
             except Exception:  # noqa: BLE001 - the bot hung up
                 return
             index += 1
-            await asyncio.sleep(max(0.0, started + index * FRAME_SECONDS - time.monotonic()))
+            await asyncio.sleep(max(0.0, started + index * FRAME_SECONDS / self.caller.speed - time.monotonic()))
 
 
 @dataclass
@@ -512,22 +516,41 @@ async def _until(condition: Callable[[], bool], timeout: float) -> bool:
     return True
 
 
+def _bot_quiet(caller: SimulatedCaller, for_s: float = 0.3) -> bool:
+    """Nothing queued to play and no bot speech heard for ``for_s`` (a model streaming at real time leaves
+    the player's queue empty between chunks, so an empty queue alone does not mean the bot is done)."""
+    if caller.playing:
+        return False
+    last = next((frame.at for frame in reversed(caller.heard[-100:]) if voiced(frame.payload)), None)
+    return last is None or caller.now() - last >= for_s / caller.speed
+
+
 def _bot_heard_since(caller: SimulatedCaller, since: float) -> bool:
     return any(frame.at > since and voiced(frame.payload) for frame in reversed(caller.heard[-200:]))
 
 
-async def talk(caller: SimulatedCaller, plan: Plan, answer_timeout: float = 20.0) -> CallerLog:
-    """Follow ``plan`` on a live line; returns what was said when, and what went unanswered."""
+async def talk(
+    caller: SimulatedCaller, plan: Plan, answer_timeout: float = 20.0, goodbye_after_s: float = 0.0
+) -> CallerLog:
+    """Follow ``plan`` on a live line; returns what was said when, and what went unanswered.
+
+    ``goodbye_after_s``: the caller stays on the line (listening, silent) until then before saying goodbye.
+    """
     log = CallerLog()
     with Line(caller) as line:
         await asyncio.sleep(0.3)
         for index, utterance in enumerate(plan.utterances):
+            if caller.closed.is_set():
+                log.unanswered.append(utterance)  # the bot hung up (or failed) before the caller was done
+                continue
+            if utterance.kind == "bye":
+                await asyncio.sleep(max(0.0, goodbye_after_s - caller.now()))
             if utterance.kind == "barge":
                 await _until(lambda: caller.playing, answer_timeout)
-                await asyncio.sleep(0.6)  # well into the long answer
+                await asyncio.sleep(0.6 / caller.speed)  # well into the long answer
             else:
-                await _until(lambda: not caller.playing, answer_timeout)
-                await asyncio.sleep(0.4)
+                await _until(lambda: _bot_quiet(caller), answer_timeout)
+                await asyncio.sleep(0.1 / caller.speed)
             start = caller.now()
             end = await line.say(tone_ulaw(utterance.hz, utterance.seconds))
             log.said.append((utterance, start, end))
@@ -543,10 +566,10 @@ async def talk(caller: SimulatedCaller, plan: Plan, answer_timeout: float = 20.0
                 log.unanswered.append(utterance)
                 continue
             if following is None or following.kind != "barge":
-                await _until(lambda: not caller.playing, answer_timeout)
+                await _until(lambda: _bot_quiet(caller), answer_timeout)
                 if utterance.kind == "tool":  # the answer comes in two parts around the tool call
-                    await asyncio.sleep(LOOKUP_S + 0.5)
-                    await _until(lambda: not caller.playing, answer_timeout)
+                    await asyncio.sleep(LOOKUP_S + 0.5 / caller.speed)
+                    await _until(lambda: _bot_quiet(caller), answer_timeout)
     return log
 
 

@@ -102,12 +102,16 @@ class FaultQueue:
 
 @dataclass
 class SetupDelay:
-    """How long each new connection takes before Nova serves it (real seconds, drawn per connection).
+    """How long Nova takes to set up each new stream before it answers (real seconds, drawn per stream).
 
-    The server accepts the TCP+TLS connection and then reads nothing for this long, as a slow
-    set-up looks from the client: ``BedrockNovaSonicModel.start()`` returns at once (the CRT client
-    opens the stream in the background) and what it sends waits in the transport until Nova answers.
-    ``between`` draws uniformly from a range with a seeded generator, so runs are reproducible.
+    The HTTP/2 stream is accepted at once and what the client sends is read (and its flow-control
+    window kept open), but the ``200`` and the session come only after the delay, which then sees
+    everything in order: that is how a slow set-up looks from the client. ``BedrockNovaSonicModel.start()``
+    returns at once (the CRT client opens the stream in the background), so the caller's audio is not
+    held by the bridge but heard late by Nova. ``between`` draws uniformly, seeded, so runs repeat.
+
+    (Holding the bytes back in the transport instead stalls the CRT client for good once it has used
+    the default 64 KiB window before the server's SETTINGS arrive, so the delay is applied here.)
     """
 
     fixed_s: float = 0.0
