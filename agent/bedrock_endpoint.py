@@ -26,6 +26,8 @@ import strands.bidi.models.bedrock as strands_bedrock
 from awscrt import io as crt_io
 from strands.bidi.models import BedrockNovaSonicModel as StrandsNovaSonicModel
 
+from .quiet_switch import QuietSwitchover
+
 __all__ = ["BedrockEndpoint", "BedrockNovaSonicModel"]
 
 log = logging.getLogger(__name__)
@@ -86,8 +88,9 @@ def _install() -> None:
         strands_bedrock.AsyncBedrockRuntimeConfig = _EndpointConfig  # type: ignore[misc]
 
 
-class BedrockNovaSonicModel(StrandsNovaSonicModel):
-    """strands' ``BedrockNovaSonicModel``, connecting where the AWS endpoint environment says (read at each start).
+class BedrockNovaSonicModel(QuietSwitchover, StrandsNovaSonicModel):
+    """strands' ``BedrockNovaSonicModel``, connecting where the AWS endpoint environment says (read at each start),
+    and replacing its connection at a quiet moment before the 7-minute restart (``agent.quiet_switch``).
 
     Same name as its parent on purpose: it is that model, plus the standard endpoint settings.
     """

@@ -69,6 +69,8 @@ CARRY_CHUNK_S = 0.1
 """Carried-over audio goes to the new connection in chunks this long."""
 CHARS_PER_SECOND = 15.0
 """Speaking rate used to tell how far into an answer's text the caller heard (about 150 words a minute)."""
+QUIET_SWITCH_PREFIX = "quiet switch-over"
+"""How agent.quiet_switch words the timeout it raises to replace a connection at a quiet moment."""
 RETRY_WINDOW_S = 2.0
 """A send that fails this soon after a swap is retried on the new connection instead of ending the call."""
 
@@ -429,7 +431,10 @@ class Continuity:
         self._idle.clear()
         self.stats.restarts += 1
         self._inbound.hold(self._hold_bytes)
-        why = "it timed out" if event.reason == "timeout" else "scheduled, before the provider's limit"
+        why = "scheduled, before the provider's limit"
+        if event.timeout_error is not None:
+            quiet = str(event.timeout_error).startswith(QUIET_SWITCH_PREFIX)
+            why = "at a quiet moment, before the provider's limit" if quiet else f"it timed out: {event.timeout_error}"
         self._log.warning(
             "model connection being replaced (#%d, %s): caller audio is held until the new one takes it",
             self.stats.restarts,

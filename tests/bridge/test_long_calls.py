@@ -17,6 +17,8 @@ import re
 
 import pytest
 
+from agent.quiet_switch import with_quiet_switchover
+
 from ..conftest import harness
 from ..fakes.long_call import (
     RESUME_HZ,
@@ -144,3 +146,21 @@ async def test_the_goodbye_still_hangs_up_over_rest_after_restarts(caplog: pytes
     result, *_, dropped = await run_call(lambda: model, plan, caplog, hangup=hangup)
     assert_whole(result, dropped)
     assert len(hangup.calls) == 1
+
+
+class QuietLimitedModel(with_quiet_switchover(LimitedModel)):  # type: ignore[misc]
+    quiet_window_share = 0.6
+
+
+async def test_connections_are_replaced_at_quiet_moments_before_the_limit(caplog: pytest.LogCaptureFixture) -> None:
+    """agent.quiet_switch: nobody speaking, nothing owed, no tool: the swap carries nothing and cuts nothing."""
+    plan = make_plan(seed=31, turns=6)
+    model = QuietLimitedModel(ToneConversation(plan), restart_after_s=5.0, setup_s=0.3)
+    result, tap, _, model, dropped = await run_call(lambda: model, plan, caplog)
+    assert_whole(result, dropped)
+    quiet = caplog.text.count("at a quiet moment, before the provider's limit")
+    # A busy stretch can leave no quiet moment in the window: strands' own schedule is then the backstop.
+    assert quiet >= 2 and quiet >= result.restarts / 2, (quiet, tap.restarts)
+    assert result.cuts == 0
+    carried = [float(m) for m in re.findall(r"unfinished utterance given again: ([0-9.]+) s", caplog.text)]
+    assert carried and max(carried) == 0.0
