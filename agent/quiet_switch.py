@@ -91,6 +91,7 @@ class QuietSwitchover:
         events = super().receive().__aiter__()  # type: ignore[misc]
         switch, state = self._quiet_switch, self._quiet_state
         switched = asyncio.ensure_future(switch.wait())
+        next_event: asyncio.Future[Any] | None = None
         try:
             while True:
                 next_event = asyncio.ensure_future(events.__anext__())
@@ -107,6 +108,9 @@ class QuietSwitchover:
                 yield event
         finally:
             switched.cancel()
+            if next_event is not None and not next_event.done():
+                next_event.cancel()  # this generator was closed while waiting (strands stopped the reader)
+                next_event.add_done_callback(_consume)
 
     async def _watch_for_quiet(self, deadline_s: float) -> None:
         window = min(MAX_WINDOW_S, deadline_s * self.quiet_window_share)
@@ -116,6 +120,12 @@ class QuietSwitchover:
             await asyncio.sleep(POLL_S)
         log.debug("quiet moment %.1f s into the connection: replacing it now", time.monotonic() - state.opened_at)
         self._quiet_switch.set()
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    """Retrieve a finished read's outcome, so asyncio does not report it as never retrieved."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _deadline(model: Any) -> float | None:
