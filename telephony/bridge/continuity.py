@@ -216,8 +216,9 @@ class UtteranceKeeper:
                 for segment in self._segments:
                     segment.start = max(segment.start, keep_from)
                     segment.preroll = segment.preroll and segment.start > keep_from
-        else:
-            keep_from = max(self._base, self._end - self._preroll)
+        else:  # keep what the pre-roll of an utterance starting now (or in the frames not yet measured) needs
+            earliest_start = self._end - len(self._pending) - (ONSET_FRAMES - 1) * self._frame_bytes
+            keep_from = max(self._base, earliest_start - self._preroll)
         if keep_from > self._base:
             del self._audio[: keep_from - self._base]
             self._base = keep_from
@@ -274,7 +275,7 @@ def words_heard(text: str, seconds: float, chars_per_second: float = CHARS_PER_S
     cut = text.rfind(" ", 0, budget + 1)
     if cut <= 0:  # inside the first word: count it heard once most of it was
         first = text.split(" ", 1)[0]
-        return first if budget >= len(first) / 2 else ""
+        return first.rstrip(",;:") if budget >= len(first) / 2 else ""
     return text[:cut].rstrip(" ,;:")
 
 

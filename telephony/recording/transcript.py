@@ -3,7 +3,8 @@
 - A **bot** turn is one model response (``bidi_response_start``; the first audio starts one if the model
   sends none). Its text is the assistant transcript; ``start``/``end`` are when the caller *heard* its
   first and last audio (Twilio's player modelled as in :mod:`telephony.recording.call_audio`); ``interrupted``
-  says a ``clear`` cut it short.
+  says a ``clear`` cut it short, or that the model's connection was replaced before it finished (a ``cut``
+  note: then ``cut`` holds why, the seconds heard and the words heard as far as the text tells).
 - A **caller** turn is one user transcript from the model; ``start``/``end`` are when the model reported
   it (speech recognisers report after the words, so these trail the audio).
 - A **tool** turn is one tool call: name, input, status, from the model's request to the tool's result.
@@ -13,6 +14,7 @@ Barge-ins, hang-ups and errors the bridge noted are listed with their times.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +31,8 @@ class _BotTurn:
     order: int
     text: list[str] = field(default_factory=list)
     sent_frames: int = 0
+    cut: dict[str, Any] | None = None
+    """Set when the model's connection was replaced before this answer was finished."""
 
 
 @dataclass
@@ -113,6 +117,8 @@ class TranscriptBuilder:
         self.notes.append({"t": round(at, 3), "note": note, "detail": detail})
         if note == "error":
             self._bot_turn(at).text.append("(apology)")
+        elif note == "cut" and self._current is not None:
+            self._current.cut = _cut_detail(detail)
 
     def build(self, header: dict[str, Any], end: dict[str, Any] | None) -> dict[str, Any]:
         turns = [self._bot_dict(turn) for turn in self.bots if turn.sent_frames or turn.text]
@@ -137,13 +143,27 @@ class TranscriptBuilder:
         heard = [played for played in self.audio.bot if played.tag == turn.tag and played.samples]
         heard_s = sum(played.samples for played in heard) / TWILIO_RATE
         sent_s = turn.sent_frames * 0.02
-        return {
+        bot: dict[str, Any] = {
             "role": "bot",
             "text": " ".join(turn.text),
             "start": round(heard[0].start, 3) if heard else None,
             "end": round(heard[-1].end, 3) if heard else None,
             "heard_s": round(heard_s, 3),
-            "interrupted": heard_s < sent_s - 0.0201,
+            "interrupted": heard_s < sent_s - 0.0201 or turn.cut is not None,
             "_created": turn.created,
             "_order": turn.order,
         }
+        if turn.cut is not None:
+            bot["cut"] = turn.cut
+        return bot
+
+
+def _cut_detail(detail: str) -> dict[str, Any]:
+    """The ``cut`` note's detail (JSON from telephony.bridge.continuity); a bad one is kept as text."""
+    try:
+        parsed = json.loads(detail)
+    except ValueError:
+        return {"detail": detail}
+    if not isinstance(parsed, dict):
+        return {"detail": detail}
+    return {key: parsed[key] for key in ("reason", "heard_s", "heard_text") if key in parsed}

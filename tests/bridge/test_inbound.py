@@ -43,3 +43,26 @@ async def test_a_joined_chunk_carries_the_arrival_time_of_its_oldest_part() -> N
     buffer.put_audio(b"a", received_at=1.0)
     buffer.put_audio(b"b", received_at=2.0)
     assert await buffer.get() == (b"ab", 1.0)
+
+
+async def test_a_held_backlog_is_kept_whole_and_leaves_in_bounded_chunks_in_order() -> None:
+    """While a connection is replaced the bound rises; releasing never drops what was held."""
+    buffer = InboundBuffer(max_audio_bytes=20, max_chunk_bytes=25)
+    buffer.hold(1000)
+    for index in range(10):
+        buffer.put_audio(bytes([index]) * 10)
+    buffer.release()
+    assert buffer.dropped_chunks == 0 and buffer.audio_bytes == 100
+    chunks = [(await buffer.get()).item for _ in range(4)]
+    assert [len(chunk) for chunk in chunks] == [25, 25, 25, 25]
+    assert b"".join(chunks) == b"".join(bytes([index]) * 10 for index in range(10))  # type: ignore[arg-type]
+    buffer.put_audio(b"x" * 15)
+    buffer.put_audio(b"y" * 15)  # the normal bound is back once the backlog has drained
+    assert buffer.dropped_chunks == 1
+
+
+async def test_hold_records_when_the_oldest_held_audio_arrived() -> None:
+    buffer = InboundBuffer(max_audio_bytes=100)
+    buffer.put_text("hello")
+    buffer.put_audio(b"a", received_at=5.0)
+    assert buffer.oldest_audio_at == 5.0
