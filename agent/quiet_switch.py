@@ -19,6 +19,7 @@ swap itself blocks ``send()`` for tens of milliseconds, not for the set-up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -110,7 +111,11 @@ class QuietSwitchover:
             switched.cancel()
             if next_event is not None and not next_event.done():
                 next_event.cancel()  # this generator was closed while waiting (strands stopped the reader)
-                next_event.add_done_callback(_consume)
+                await asyncio.gather(next_event, return_exceptions=True)
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:  # now, not from the garbage collector while a read may still be running
+                with contextlib.suppress(Exception):
+                    await aclose()
 
     async def _watch_for_quiet(self, deadline_s: float) -> None:
         window = min(MAX_WINDOW_S, deadline_s * self.quiet_window_share)
@@ -120,12 +125,6 @@ class QuietSwitchover:
             await asyncio.sleep(POLL_S)
         log.debug("quiet moment %.1f s into the connection: replacing it now", time.monotonic() - state.opened_at)
         self._quiet_switch.set()
-
-
-def _consume(future: asyncio.Future[Any]) -> None:
-    """Retrieve a finished read's outcome, so asyncio does not report it as never retrieved."""
-    if not future.cancelled():
-        future.exception()
 
 
 def _deadline(model: Any) -> float | None:

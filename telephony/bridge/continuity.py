@@ -345,6 +345,7 @@ class Continuity:
         self._audio_open: str | None = None
         self._audio_s = 0.0
         self._response_spoke = False
+        self._response_used_tool = False
         self._barged: set[str] = set()
         self._answer: list[str] = []
         self._answer_block: str | None = None
@@ -378,7 +379,7 @@ class Continuity:
             self._transcribes = True
             self.keeper.heard(self._clock())
         elif isinstance(event, BidiResponseStartEvent):
-            self._response_open, self._response_spoke = True, False
+            self._response_open, self._response_spoke, self._response_used_tool = True, False, False
             self._answer, self._answer_block = [], None
             if not self._transcribes:
                 self.keeper.heard(self._clock())
@@ -398,6 +399,7 @@ class Continuity:
         elif isinstance(event, BidiTranscriptBlockEvent) and event.role == "assistant":
             self._answer_block = event.transcript
         elif isinstance(event, BidiToolUseBlocksEvent):
+            self._response_used_tool = True
             self._tools_pending.update(use["toolUseId"] for use in event.tool_uses)
         elif event.get("type") == "tool_result":
             self._tools_pending.discard(str((event.get("tool_result") or {}).get("toolUseId")))
@@ -446,10 +448,11 @@ class Continuity:
     def _take_cut(self, reason: str) -> CutAnswer | None:
         """An answer the old connection had not finished is cut here: record it and close it.
 
-        Cut: speech still streaming, or a response begun that had said nothing yet. A response whose speech
-        ended and that waits on a tool is not: the tool's result makes the next connection speak.
+        Cut: speech still streaming, or a response begun that had said nothing yet. A response that called a
+        tool is not (strands' Nova keeps a tool's response open until the next user content): a running tool's
+        result makes the next connection speak, and a finished one (``end_conversation``) needs no more words.
         """
-        unspoken = self._response_open and not self._response_spoke and not self._tools_pending
+        unspoken = self._response_open and not self._response_spoke and not self._response_used_tool
         if self._audio_open is None and not unspoken:
             return None
         text = (self._answer_block if self._answer_block is not None else "".join(self._answer)).strip()
