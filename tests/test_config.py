@@ -61,6 +61,7 @@ def test_secrets_stay_out_of_repr() -> None:
         ({"TWILIO_ACCOUNT_SID": "AC1", "TWILIO_AUTH_TOKEN": "x"}, "PUBLIC_URL is not set"),
         ({"TWILIO_PHONE_NUMBER": "555-1234"}, "TWILIO_PHONE_NUMBER"),
         ({"VOICEBOT_TRANSFER_TO": "front desk"}, "VOICEBOT_TRANSFER_TO"),
+        ({"VOICEBOT_RESTART_HOLD_MS": "500"}, "VOICEBOT_RESTART_HOLD_MS"),
     ],
 )
 def test_bad_values_name_the_variable(environ: dict[str, str], names: str) -> None:
