@@ -39,6 +39,8 @@ from .crt_loop import shared_event_loop
 from .nova_errors import NovaTarget, add_operator_hint
 from .nova_marker import is_marker_text, without_interrupted_marker
 
+from .quiet_switch import QuietSwitchover
+
 __all__ = ["BedrockEndpoint", "BedrockNovaSonicModel"]
 
 log = logging.getLogger(__name__)
@@ -183,8 +185,9 @@ def _install() -> None:
         strands_bedrock.AsyncBedrockRuntimeConfig = _EndpointConfig  # type: ignore[misc]
 
 
-class BedrockNovaSonicModel(StrandsNovaSonicModel):
-    """strands' ``BedrockNovaSonicModel``, connecting where the AWS endpoint environment says (read at each start).
+class BedrockNovaSonicModel(QuietSwitchover, StrandsNovaSonicModel):
+    """strands' ``BedrockNovaSonicModel``, connecting where the AWS endpoint environment says (read at each start),
+    and replacing its connection at a quiet moment before the 7-minute restart (``agent.quiet_switch``).
 
     Same name as its parent on purpose: it is that model, plus the standard endpoint settings.
     """

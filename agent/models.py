@@ -1,7 +1,8 @@
 """Choosing the speech-to-speech model. Nova Sonic by default; others when their extras are installed.
 
 The bridge transcodes to whatever rates a model declares (``get_audio_config()``), so switching
-model is configuration only.
+model is configuration only. Every model here replaces its connection at a quiet moment before the limit
+it declares (``agent.quiet_switch``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from typing import Any
 from strands.bidi.models import BidiModel
 
 from telephony.config import Settings
+
+from .quiet_switch import with_quiet_switchover
 
 DEFAULT_MODEL_IDS = {
     "nova": "amazon.nova-2-5-sonic",
@@ -40,12 +43,12 @@ def create_model(settings: Settings) -> BidiModel:
         if settings.model == "openai":
             from strands.bidi.models import OpenAIRealtimeModel
 
-            return OpenAIRealtimeModel(
+            return with_quiet_switchover(OpenAIRealtimeModel)(
                 model_id=model_id, transcription_model_id="gpt-4o-transcribe", voice=settings.voice or "alloy"
             )
         from strands.bidi.models import GoogleGeminiLiveModel
 
-        return GoogleGeminiLiveModel(model_id=model_id, voice=settings.voice)
+        return with_quiet_switchover(GoogleGeminiLiveModel)(model_id=model_id, voice=settings.voice)
     except ImportError as error:
         raise RuntimeError(
             f"VOICEBOT_MODEL={settings.model} needs its extra: install with `uv sync --extra {settings.model}`"

@@ -68,6 +68,8 @@ class Settings:
     inbound_buffer_ms: int = 2000
     send_chunk_ms: int = 60
     send_chunk_speaking_ms: int = 40
+    restart_hold_ms: int = 15000
+    """Caller audio held while the model's connection is replaced (telephony.bridge.continuity)."""
     mark_interval_ms: int = 500
     # Limits: every call ends, however the caller, Twilio or the model behave.
     max_calls: int = 50
@@ -163,6 +165,7 @@ _ENV_NAMES: dict[str, str] = {
     "hangup_grace_s": "VOICEBOT_HANGUP_GRACE",
     "hangup_mark_timeout_s": "VOICEBOT_HANGUP_MARK_TIMEOUT",
     "inbound_buffer_ms": "VOICEBOT_INBOUND_BUFFER_MS",
+    "restart_hold_ms": "VOICEBOT_RESTART_HOLD_MS",
     "mark_interval_ms": "VOICEBOT_MARK_INTERVAL_MS",
     "send_chunk_ms": "VOICEBOT_SEND_CHUNK_MS",
     "send_chunk_speaking_ms": "VOICEBOT_SEND_CHUNK_SPEAKING_MS",
@@ -324,6 +327,11 @@ def validate(settings: Settings) -> None:
             raise ConfigError(f"{_ENV_NAMES[name]} must be greater than 0 (seconds)")
     if not 100 <= settings.inbound_buffer_ms <= 60_000:
         raise ConfigError("VOICEBOT_INBOUND_BUFFER_MS must be between 100 and 60000")
+    if not 1000 <= settings.restart_hold_ms <= 120_000:
+        raise ConfigError(
+            "VOICEBOT_RESTART_HOLD_MS must be between 1000 and 120000: the caller audio held while the model's "
+            "connection is replaced (set it above the longest connection set-up you expect)"
+        )
     if not 0 <= settings.call_warning_s < settings.max_call_s:
         raise ConfigError("VOICEBOT_CALL_WARNING_SECONDS must be at least 0 and less than VOICEBOT_MAX_CALL_SECONDS")
     if not 0 <= settings.pace_lead_ms <= 10_000:

@@ -81,7 +81,8 @@ serve = serve_app
 """The real app on an ephemeral loopback port, in the test's event loop."""
 
 
-ModelMaker = Callable[[], ScriptedModel]
+ModelMaker = Callable[[], Any]
+"""Builds the call's model: a ScriptedModel, or any BidiModel (``tools`` gives the agent more tools)."""
 
 
 @asynccontextmanager
@@ -111,7 +112,8 @@ async def harness(
         leftover = await settle_tasks(baseline)
         assert not leftover, f"tasks still running after the calls ended: {leftover}"
         assert not app.state.sessions
-        assert all(model.stopped or not model.started for model in state["h"].models), "an agent was not stopped"
+        models = state["h"].models
+        assert all(getattr(m, "stopped", True) or not getattr(m, "started", False) for m in models), "an agent ran on"
 
 
 async def settle_tasks(baseline: set[asyncio.Task[Any]], timeout: float = 3.0) -> set[asyncio.Task[Any]]:

@@ -64,6 +64,7 @@ def test_secrets_stay_out_of_repr() -> None:
         ({"VOICEBOT_TRANSFER_TO": "front desk"}, "VOICEBOT_TRANSFER_TO"),
         ({"VOICEBOT_NOVA_OUTPUT_RATE": "22050"}, "VOICEBOT_NOVA_OUTPUT_RATE=22050 is not a rate Nova Sonic speaks"),
         ({"VOICEBOT_NOVA_OUTPUT_RATE": "24k"}, "VOICEBOT_NOVA_OUTPUT_RATE"),
+        ({"VOICEBOT_RESTART_HOLD_MS": "500"}, "VOICEBOT_RESTART_HOLD_MS"),
     ],
 )
 def test_bad_values_name_the_variable(environ: dict[str, str], names: str) -> None:

@@ -8,6 +8,11 @@ Audio leaves in chunks of at least a minimum size (``SendChunks``): each ``send(
 client costs about the same whatever it carries (JSON, base64, event framing, a SigV4 signature per
 event, an HTTP/2 write), so handing Nova 60 ms at a time instead of Twilio's 20 ms frames cuts that
 cost threefold for 40 ms of hold on the oldest frame. Text never waits: it flushes the audio before it.
+
+While a connection is being replaced the buffer is told to ``hold()``: it then keeps up to a larger
+bound (``VOICEBOT_RESTART_HOLD_MS``), since everything the caller says meanwhile must reach the new
+connection, in order. After ``release()`` the bound comes back down only as the backlog drains, so
+releasing never drops what was held; the backlog leaves in sends of at most ``SendChunks.most_bytes``.
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ class InboundBuffer:
         self._audio_bytes = 0
         self._texts = 0
         self._max_audio_bytes = max_audio_bytes
+        self._normal_max = max_audio_bytes
+        self._holding = False
         self._ready = asyncio.Event()
         self.dropped_bytes = 0
         self.dropped_chunks = 0
@@ -102,7 +109,23 @@ class InboundBuffer:
             size += len(chunk)
         audio = b"".join(chunks)
         self._audio_bytes -= len(audio)
+        if not self._holding:
+            self._max_audio_bytes = max(self._normal_max, self._audio_bytes)
         return Inbound(audio, received_at, newest_at)
+
+    def hold(self, max_audio_bytes: int) -> None:
+        """A connection is being replaced: keep up to ``max_audio_bytes`` (never less than the normal bound)."""
+        self._holding = True
+        self._max_audio_bytes = max(self._normal_max, max_audio_bytes, self._audio_bytes)
+
+    def release(self) -> None:
+        """The new connection takes input again: back to the normal bound once the backlog has drained."""
+        self._holding = False
+        self._max_audio_bytes = max(self._normal_max, self._audio_bytes)
+
+    @property
+    def holding(self) -> bool:
+        return self._holding
 
     def _ready_to_give(self, min_audio_bytes: int | Callable[[], int]) -> bool:
         if not self._items:
@@ -115,6 +138,11 @@ class InboundBuffer:
     @property
     def audio_bytes(self) -> int:
         return self._audio_bytes
+
+    @property
+    def oldest_audio_at(self) -> float | None:
+        """When the oldest queued audio arrived (monotonic), or None with no audio queued."""
+        return next((at for item, at in self._items if isinstance(item, bytes)), None)
 
     def _drop_oldest_audio(self) -> None:
         for index, (item, _) in enumerate(self._items):

@@ -31,7 +31,6 @@ from strands.bidi.types import (
     BidiAudioDeltaEvent,
     BidiAudioStopEvent,
     BidiBargeInEvent,
-    BidiConnectionRestartEvent,
     BidiConnectionStartEvent,
     BidiConnectionStopEvent,
     BidiResponseStartEvent,
@@ -42,6 +41,7 @@ from strands.bidi.types import (
 
 from telephony.bridge.agent_factory import AgentFactory, agent_info, build_agent
 from telephony.bridge.caller_speech import CallerSpeech
+from telephony.bridge.continuity import Continuity
 from telephony.bridge.failure import error_summary, operator_notes
 from telephony.bridge.inbound import InboundBuffer, SendChunks
 from telephony.bridge.model_guard import guard_model_stream
@@ -160,6 +160,7 @@ class CallSession:
         self._outbound_audio: OutboundAudio | None = None
         self._inbound: InboundBuffer | None = None
         self._chunks: SendChunks | None = None
+        self._continuity: Continuity | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ended = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -298,7 +299,7 @@ class CallSession:
         inbound = self._inbound
         self._log.info(
             "call ended | by=%s reason=%s duration=%.1fs turns=%d barge_ins=%d frames_in=%d frames_out=%d "
-            "caller_audio_dropped_chunks=%d bad_messages=%d latency(p50/p99) %s",
+            "caller_audio_dropped_chunks=%d bad_messages=%d model_restarts=%d latency(p50/p99) %s",
             self.stats.ended_by or "unknown",
             self.stats.end_reason or "unknown",
             self.stats.duration,
@@ -308,6 +309,7 @@ class CallSession:
             playback.frames_sent if playback else 0,
             inbound.dropped_chunks if inbound else 0,
             self.stats.bad_messages,
+            self._continuity.stats.restarts if self._continuity else 0,
             self.latency.brief() or "-",
         )
 
@@ -525,6 +527,8 @@ class CallSession:
         )
         if self._clock is not None:
             self._clock.agent_started(time.monotonic())
+        if self._inbound is not None:
+            self._inbound.release()  # held while the first connection was set up
         greeting = self._settings.greeting if self._role.greeting is None else self._role.greeting
         if greeting and self._inbound is not None:
             self._inbound.put_text(greeting)
@@ -567,6 +571,12 @@ class CallSession:
             speaking_bytes=self._settings.send_chunk_speaking_ms * ulaw_per_ms,
             bot_speaking=self._bot_heard,
         )
+        hold = self._settings.restart_hold_ms * ulaw_per_ms
+        self._continuity = Continuity(
+            agent, self._inbound, self, self._log, sample_rate=input_rate, hold_bytes=hold, held_bytes_per_s=TWILIO_RATE
+        )
+        self._continuity.attach()
+        self._inbound.hold(hold)  # the first connection's set-up loses no caller audio either
 
     def _bot_heard(self) -> bool:
         """The bot is answering, or the caller is still hearing it: a barge-in may come any moment."""
@@ -578,22 +588,35 @@ class CallSession:
 
     async def _send_loop(self, agent: BidiAgent) -> None:
         assert self._inbound is not None and self._inbound_audio is not None and self._chunks is not None
+        assert self._continuity is not None
         while True:
             item, received_at, newest_at = await self._inbound.get(self._chunks)
             if isinstance(item, bytes):
                 item = self._inbound_audio.convert(item)
             self._observers.notify("agent_input", item)
             try:
-                if isinstance(item, str):
-                    await agent.send(item)
-                else:
-                    await agent.send(AudioDelta(format="pcm", source={"bytes": item}))
-                    sent = time.monotonic()
-                    self.latency.add("frame_to_send", sent - newest_at)
-                    self.latency.add("caller_audio_to_model", sent - received_at)
+                await self._send(agent, item)
             except Exception as error:  # noqa: BLE001 - a failing model gets the apology
-                self._fail(f"agent rejected input: {error_summary(error)}", error, kind="agent_input")
-                return
+                if not await self._continuity.forgive_send_error(error):
+                    self._fail(f"agent rejected input: {error_summary(error)}", error, kind="agent_input")
+                    return
+                try:
+                    await self._send(agent, item)  # once more, on the connection that replaced the old one
+                except Exception as again:  # noqa: BLE001
+                    self._fail(f"agent rejected input: {error_summary(again)}", again, kind="agent_input")
+                    return
+            if isinstance(item, bytes):
+                sent = time.monotonic()
+                self.latency.add("frame_to_send", sent - newest_at)
+                self.latency.add("caller_audio_to_model", sent - received_at)
+
+    async def _send(self, agent: BidiAgent, item: bytes | str) -> None:
+        assert self._continuity is not None
+        if isinstance(item, str):
+            await agent.send(item)
+            return
+        await agent.send(AudioDelta(format="pcm", source={"bytes": item}))
+        self._continuity.audio_sent(item)
 
     async def _receive_loop(self, agent: BidiAgent) -> None:
         try:
@@ -610,6 +633,8 @@ class CallSession:
         """Dispatch one agent event. Never awaits: the agent's queue holds a single event."""
         if self._clock is not None and not isinstance(event, BidiConnectionStartEvent):  # not an answer
             self._clock.agent_event(time.monotonic())
+        if self._continuity is not None:
+            self._continuity.agent_event(event)
         if isinstance(event, BidiAudioDeltaEvent):
             self._on_bot_audio(event)
         elif isinstance(event, BidiAudioStopEvent):
@@ -629,8 +654,6 @@ class CallSession:
             # A response that hands over to a tool has said what it had to say; strands keeps Nova's open
             # until the next caller turn, which would hold a goodbye's hang-up to its cap.
             self._responding = False
-        elif isinstance(event, BidiConnectionRestartEvent):
-            self._log.warning("model connection restarting (%s)", event.reason)
         elif isinstance(event, BidiConnectionStopEvent):
             self._log.info("model connection stopped (%s)", event.reason)
 
@@ -712,6 +735,20 @@ class CallSession:
             self._interrupted.add(self._current_audio)
         if self._outbound_audio is not None:
             self._outbound_audio.reset()
+
+    # --- continuity across model connections (telephony.bridge.continuity) --------------------------
+
+    def close_cut_answer(self, content_id: str | None) -> None:
+        """The model's connection went mid-answer: what arrived plays out, the rest never comes."""
+        self._responding = False
+        if content_id is not None:
+            self._on_bot_audio_stop(content_id)
+
+    def goodbye_armed(self) -> bool:
+        return self._goodbye is not None or self._hanging_up
+
+    def note(self, kind: str, detail: str) -> None:
+        self._observers.notify("note", kind, detail)
 
     # --- ending the call ---------------------------------------------------------------------------
 

@@ -4,9 +4,10 @@
   sends none). Its text is the assistant transcript; ``start``/``end`` are when the caller *heard* its
   first and last audio (Twilio's player modelled as in :mod:`telephony.recording.call_audio`); ``sent_s``
   is how much audio went out for it and ``heard_s`` how much the caller heard; ``interrupted`` says a
-  ``clear`` cut it short. ``latency_s``: from the end of the caller's speech it answers to its first
-  audio heard (only for the first bot turn after a caller turn, and only when it started after the caller
-  stopped).
+  ``clear`` cut it short, or that the model's connection was replaced before it finished (a ``cut`` note:
+  then ``cut`` holds why, the seconds heard and the words heard as far as the text tells). ``latency_s``:
+  from the end of the caller's speech it answers to its first audio heard (only for the first bot turn
+  after a caller turn, and only when it started after the caller stopped).
 - A **caller** turn is one user transcript from the model, placed on the caller's speech as the bridge
   heard it (``caller_speech`` records): ``start``/``end`` are where the words are in ``caller.wav``, and
   ``recognised_at`` is when the model reported them. Without such records (older recordings), ``start``
@@ -18,6 +19,7 @@ Barge-ins, hang-ups and errors the bridge noted are listed with their times.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,8 @@ class _BotTurn:
     order: int
     text: list[str] = field(default_factory=list)
     sent_frames: int = 0
+    cut: dict[str, Any] | None = None
+    """Set when the model's connection was replaced before this answer was finished."""
 
 
 @dataclass
@@ -127,6 +131,8 @@ class TranscriptBuilder:
         self.notes.append({"t": round(at, 3), "note": note, "detail": detail})
         if note == "error":
             self._bot_turn(at).text.append("(apology)")
+        elif note == "cut" and self._current is not None:
+            self._current.cut = _cut_detail(detail)
 
     def build(self, header: dict[str, Any], end: dict[str, Any] | None) -> dict[str, Any]:
         turns = [self._bot_dict(turn) for turn in self.bots if turn.sent_frames or turn.text]
@@ -172,17 +178,20 @@ class TranscriptBuilder:
         heard = [played for played in self.audio.bot if played.tag == turn.tag and played.samples]
         heard_s = sum(played.samples for played in heard) / TWILIO_RATE
         sent_s = turn.sent_frames * 0.02
-        return {
+        bot: dict[str, Any] = {
             "role": "bot",
             "text": " ".join(turn.text),
             "start": round(heard[0].start, 3) if heard else None,
             "end": round(heard[-1].end, 3) if heard else None,
             "sent_s": round(sent_s, 3),
             "heard_s": round(heard_s, 3),
-            "interrupted": heard_s < sent_s - 0.0201,
+            "interrupted": heard_s < sent_s - 0.0201 or turn.cut is not None,
             "_created": turn.created,
             "_order": turn.order,
         }
+        if turn.cut is not None:
+            bot["cut"] = turn.cut
+        return bot
 
 
 def add_latencies(turns: list[dict[str, Any]]) -> None:
@@ -199,3 +208,14 @@ def add_latencies(turns: list[dict[str, Any]]) -> None:
             if turn["start"] >= last_caller_end:
                 turn["latency_s"] = round(turn["start"] - last_caller_end, 3)
             last_caller_end = None
+
+
+def _cut_detail(detail: str) -> dict[str, Any]:
+    """The ``cut`` note's detail (JSON from telephony.bridge.continuity); a bad one is kept as text."""
+    try:
+        parsed = json.loads(detail)
+    except ValueError:
+        return {"detail": detail}
+    if not isinstance(parsed, dict):
+        return {"detail": detail}
+    return {key: parsed[key] for key in ("reason", "heard_s", "heard_text") if key in parsed}

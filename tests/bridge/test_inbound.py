@@ -82,3 +82,26 @@ async def test_a_backlog_goes_out_in_sends_of_at_most_the_cap() -> None:
         buffer.put_audio(b"x" * 160)
     sizes = [len((await asyncio.wait_for(buffer.get(chunks), 1)).item) for _ in range(2)]
     assert sizes == [800, 800] and buffer.audio_bytes == 320  # the rest waits to fill a chunk
+
+
+async def test_a_held_backlog_is_kept_whole_and_leaves_in_bounded_chunks_in_order() -> None:
+    """While a connection is replaced the bound rises; releasing never drops what was held."""
+    buffer = InboundBuffer(max_audio_bytes=20)
+    buffer.hold(1000)
+    for index in range(10):
+        buffer.put_audio(bytes([index]) * 10)
+    buffer.release()
+    assert buffer.dropped_chunks == 0 and buffer.audio_bytes == 100
+    chunks = [(await buffer.get(most_bytes=25)).item for _ in range(5)]
+    assert [len(chunk) for chunk in chunks] == [20, 20, 20, 20, 20]  # whole pieces, at most the cap
+    assert b"".join(chunks) == b"".join(bytes([index]) * 10 for index in range(10))  # type: ignore[arg-type]
+    buffer.put_audio(b"x" * 15)
+    buffer.put_audio(b"y" * 15)  # the normal bound is back once the backlog has drained
+    assert buffer.dropped_chunks == 1
+
+
+async def test_hold_records_when_the_oldest_held_audio_arrived() -> None:
+    buffer = InboundBuffer(max_audio_bytes=100)
+    buffer.put_text("hello")
+    buffer.put_audio(b"a", received_at=5.0)
+    assert buffer.oldest_audio_at == 5.0

@@ -5,7 +5,7 @@ It checks every event the client sends (``protocol``), answers through a pluggab
 """
 
 from .brain import Brain, CallerTurn, Pcm, Reply, ScriptedBrain, Tone, ToolRequest
-from .faults import Fault, TimeLimits
+from .faults import Fault, SetupDelay, TimeLimits
 from .protocol import Limits
 from .server import LocalNova
 from .session import SessionRecord
@@ -23,6 +23,7 @@ __all__ = [
     "Reply",
     "ScriptedBrain",
     "SessionRecord",
+    "SetupDelay",
     "TimeLimits",
     "Tone",
     "ToolRequest",

@@ -9,11 +9,12 @@ an HTTP/2 ``RST_STREAM``, or a stream that simply stops answering.
 
 from __future__ import annotations
 
+import random
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Fault", "FaultQueue", "TimeLimits"]
+__all__ = ["Fault", "FaultQueue", "SetupDelay", "TimeLimits"]
 
 ERROR_TYPE_SUFFIX = ":http://internal.amazon.com/coral/com.amazon.bedrock/"
 """Bedrock appends this to ``x-amzn-errortype``; the SDK keeps only the part before the colon."""
@@ -97,3 +98,32 @@ class FaultQueue:
 
     def __len__(self) -> int:
         return len(self._faults)
+
+
+@dataclass
+class SetupDelay:
+    """How long Nova takes to set up each new stream before it answers (real seconds, drawn per stream).
+
+    The HTTP/2 stream is accepted at once and what the client sends is read (and its flow-control
+    window kept open), but the ``200`` and the session come only after the delay, which then sees
+    everything in order: that is how a slow set-up looks from the client. ``BedrockNovaSonicModel.start()``
+    returns at once (the CRT client opens the stream in the background), so the caller's audio is not
+    held by the bridge but heard late by Nova. ``between`` draws uniformly, seeded, so runs repeat.
+
+    (Holding the bytes back in the transport instead stalls the CRT client for good once it has used
+    the default 64 KiB window before the server's SETTINGS arrive, so the delay is applied here.)
+    """
+
+    fixed_s: float = 0.0
+    between: tuple[float, float] | None = None
+    seed: int = 0
+    drawn: list[float] = field(default_factory=list)
+    _random: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._random = random.Random(self.seed)
+
+    def next(self) -> float:
+        delay = self._random.uniform(*self.between) if self.between is not None else self.fixed_s
+        self.drawn.append(delay)
+        return delay

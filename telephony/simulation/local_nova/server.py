@@ -35,7 +35,7 @@ import h2.settings
 
 from .brain import Brain, Reply, ScriptedBrain
 from .certs import make_certificates
-from .faults import ERROR_TYPE_SUFFIX, Fault, FaultQueue, TimeLimits
+from .faults import ERROR_TYPE_SUFFIX, Fault, FaultQueue, SetupDelay, TimeLimits
 from .protocol import Limits
 from .session import NovaSession, SessionRecord
 from .turns import Pacing
@@ -59,6 +59,8 @@ class _Stream:
     session: NovaSession | None = None
     window_open: asyncio.Event = field(default_factory=asyncio.Event)
     gone: bool = False
+    early: list[bytes | None] | None = None
+    """While Nova is still setting the stream up: what the client sent meanwhile (None: it ended its side)."""
 
 
 class _Connection:
@@ -98,11 +100,15 @@ class _Connection:
         elif isinstance(event, h2.events.DataReceived):
             self._h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
             stream = self._streams.get(event.stream_id)
-            if stream is not None and stream.session is not None and event.data:
+            if stream is not None and stream.early is not None and event.data:
+                stream.early.append(event.data)
+            elif stream is not None and stream.session is not None and event.data:
                 stream.session.received(event.data)
         elif isinstance(event, h2.events.StreamEnded):
             stream = self._streams.get(event.stream_id)
-            if stream is not None and stream.session is not None:
+            if stream is not None and stream.early is not None:
+                stream.early.append(None)
+            elif stream is not None and stream.session is not None:
                 stream.session.request_ended()
         elif isinstance(event, h2.events.StreamReset):
             self._stream_gone(event.stream_id, "client reset the stream")
@@ -126,7 +132,25 @@ class _Connection:
             return
         stream = _Stream(stream_id)
         self._streams[stream_id] = stream
-        record = self._server._new_record(urllib.parse.unquote(match["model"]))
+        model_id = urllib.parse.unquote(match["model"])
+        delay = self._server.setup_delay.next()
+        if delay <= 0:
+            self._open(stream, model_id, fault)
+            return
+        stream.early = []  # read and acknowledged meanwhile, so the client is never stalled by flow control
+
+        async def open_later() -> None:
+            await asyncio.sleep(delay)
+            if not stream.gone:
+                self._open(stream, model_id, fault)
+                await self._flush()
+
+        self._server._track(asyncio.create_task(open_later()))
+
+    def _open(self, stream: _Stream, model_id: str, fault: Fault | None) -> None:
+        """Answer the request and start its session; feed it whatever arrived while it was being set up."""
+        stream_id = stream.stream_id
+        record = self._server._new_record(model_id)
         self._h2.send_headers(
             stream_id,
             [
@@ -146,6 +170,12 @@ class _Connection:
             fault=fault,
             reject_violations=self._server.reject_violations,
         )
+        early, stream.early = stream.early or [], None
+        for data in early:
+            if data is None:
+                stream.session.request_ended()
+            else:
+                stream.session.received(data)
         self._server._sessions_changed()
 
     def _respond_error(self, stream_id: int, status: int, error_type: str, message: str) -> None:
@@ -241,6 +271,7 @@ class LocalNova:
         pacing: audio chunk size and how much faster than real time replies stream.
         protocol_limits: size limits on single inputs.
         reject_violations: answer a protocol violation with ``validationException`` and end the stream.
+        setup_delay: how long Nova takes to set up each new stream before it answers (default: no time).
         port: TCP port on 127.0.0.1 (0: any free port).
         cert_dir: where to write the throwaway CA and server certificate (default: a temporary directory).
     """
@@ -253,6 +284,7 @@ class LocalNova:
         pacing: Pacing | None = None,
         protocol_limits: Limits | None = None,
         reject_violations: bool = True,
+        setup_delay: SetupDelay | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         cert_dir: Path | None = None,
@@ -262,6 +294,7 @@ class LocalNova:
         self.pacing = pacing or Pacing()
         self.protocol_limits = protocol_limits or Limits()
         self.reject_violations = reject_violations
+        self.setup_delay = setup_delay or SetupDelay()
         self.faults = FaultQueue()
         self.sessions: list[SessionRecord] = []
         self.rejected: list[Fault] = []
