@@ -38,7 +38,6 @@ from strands.bidi.types import BidiOutputEvent
 from .crt_loop import shared_event_loop
 from .nova_errors import NovaTarget, add_operator_hint
 from .nova_marker import is_marker_text, without_interrupted_marker
-
 from .quiet_switch import QuietSwitchover
 
 __all__ = ["BedrockEndpoint", "BedrockNovaSonicModel"]
@@ -120,6 +119,12 @@ def _watch_writers(transport: Any, writers: set[asyncio.Task[Any]]) -> None:
 
 WRITER_GRACE_S = 0.5
 """How long stop() lets a closed stream's request writer finish on its own before cancelling it."""
+START_FINISH_S = 2.0
+"""How long a cancelled start() may take to finish sending its set-up events before it is cut."""
+SEND_DRAIN_S = 0.5
+"""How long stop() waits for a send already under way, so that the closing events come after it."""
+CANCEL_TRIES = 3
+CANCEL_WAIT_S = 0.2
 
 
 async def _end_orphan_writers(writers: set[asyncio.Task[Any]]) -> None:
@@ -133,11 +138,19 @@ async def _end_orphan_writers(writers: set[asyncio.Task[Any]]) -> None:
     if not pending:
         return
     _, stuck = await asyncio.wait(pending, timeout=WRITER_GRACE_S)
-    for task in stuck:
-        task.cancel()
-    await asyncio.gather(*stuck, return_exceptions=True)
+    if not stuck:
+        return
+    count = len(stuck)
+    for _ in range(CANCEL_TRIES):  # the writer's ``finally`` awaits one more write, which may hang the same way
+        for task in stuck:
+            task.cancel()
+        _, stuck = await asyncio.wait(stuck, timeout=CANCEL_WAIT_S)
+        if not stuck:
+            break
     if stuck:
-        log.info("nova sonic: ended %d request writer(s) a closed stream left waiting", len(stuck))
+        log.warning("nova sonic: %d request writer(s) of a closed stream ignore cancellation", len(stuck))
+    else:
+        log.info("nova sonic: ended %d request writer(s) a closed stream left waiting", count)
 
 
 def _on_shared_loop(transport: Any, threads: int) -> Any:
@@ -177,7 +190,7 @@ async def _answers(stream: Any) -> bool:
         waiting.cancel()
         await asyncio.gather(waiting, return_exceptions=True)
         return False
-    return waiting.exception() is None
+    return not waiting.cancelled() and waiting.exception() is None  # cancelled: the SDK gave the stream up
 
 
 def _install() -> None:
@@ -200,12 +213,23 @@ class BedrockNovaSonicModel(QuietSwitchover, StrandsNovaSonicModel):
         self._writers: set[asyncio.Task[Any]] = set()
         self._endpoint_url = f"https://bedrock-runtime.{self.region}.amazonaws.com"
         self._lost_connection: str | None = None
+        self._sends_in_flight = 0
+        self._no_sends = asyncio.Event()
+        self._no_sends.set()
 
     async def start(self, *args: Any, **kwargs: Any) -> None:
+        """strands' start, which is not cut short halfway: a call ending during a restart cancels it, and a
+        stream left with its set-up events half-sent (a history content opened, not closed) could not be
+        ended cleanly by stop(). A cancelled start finishes first (up to ``START_FINISH_S``)."""
         endpoint = self._endpoint or BedrockEndpoint.from_env()
         self._endpoint_url = endpoint.url or f"https://bedrock-runtime.{self.region}.amazonaws.com"
+        starting = asyncio.ensure_future(self._start_at(endpoint, *args, **kwargs))
         try:
-            await self._start_at(endpoint, *args, **kwargs)
+            await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(starting, START_FINISH_S)
+            raise
         except Exception as error:
             add_operator_hint(error, self._target())
             raise
@@ -247,9 +271,27 @@ class BedrockNovaSonicModel(QuietSwitchover, StrandsNovaSonicModel):
         if connection_id is not None and self._connection_id == connection_id:
             self._lost_connection = connection_id
 
+    async def send(self, content: Any) -> None:
+        """strands' send, counted, so that stop() can let one already under way finish first."""
+        self._sends_in_flight += 1
+        self._no_sends.clear()
+        try:
+            await super().send(content)
+        finally:
+            self._sends_in_flight -= 1
+            if not self._sends_in_flight:
+                self._no_sends.set()
+
     async def stop(self) -> None:
         """strands' stop; for a stream that ended unasked or never got an answer, without waiting for input nobody
-        will read."""
+        will read.
+
+        A send under way is let finish first (up to ``SEND_DRAIN_S``): strands closes its send gate before a
+        restart, but a send already past it could otherwise open an audio content after the closing events
+        (Nova: ``promptEnd`` with a content still open)."""
+        if not self._no_sends.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._no_sends.wait(), SEND_DRAIN_S)
         lost = self._lost_connection is not None and self._lost_connection == self._connection_id
         stream = getattr(self, "_stream", None)
         if lost or (stream is not None and not await _answers(stream)):

@@ -66,6 +66,7 @@ class QuietSwitchover:
     _quiet_state: _QuietState
 
     async def start(self, *args: Any, **kwargs: Any) -> None:
+        await self._stop_watching()  # a start without a stop (a failed one) must not leave the old watch running
         await super().start(*args, **kwargs)  # type: ignore[misc]
         self._quiet_switch = asyncio.Event()
         self._quiet_state = _QuietState(time.monotonic())
@@ -75,12 +76,15 @@ class QuietSwitchover:
             self._quiet_watch = asyncio.create_task(self._watch_for_quiet(deadline), name="quiet-switchover")
 
     async def stop(self) -> None:
+        await self._stop_watching()
+        await super().stop()  # type: ignore[misc]
+
+    async def _stop_watching(self) -> None:
         watch = getattr(self, "_quiet_watch", None)
+        self._quiet_watch = None
         if watch is not None:
             watch.cancel()
             await asyncio.gather(watch, return_exceptions=True)
-            self._quiet_watch = None
-        await super().stop()  # type: ignore[misc]
 
     async def send(self, content: Any) -> None:
         state = getattr(self, "_quiet_state", None)

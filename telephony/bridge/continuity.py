@@ -141,8 +141,11 @@ class UtteranceKeeper:
         first = self._end - len(self._pending)
         self._audio += pcm
         usable = len(data) - len(data) % self._frame_bytes
-        for offset in range(0, usable, self._frame_bytes):
-            self._frame(data[offset : offset + self._frame_bytes], first + offset, now)
+        if usable:  # the level of every whole frame at once: this runs for each chunk of each call
+            samples = np.frombuffer(data, dtype="<i2", count=usable // 2).astype(np.float32)
+            power = np.mean(np.square(samples.reshape(-1, self._frame_bytes // 2)), axis=1)
+            for index, loud in enumerate((power >= self._threshold**2).tolist()):
+                self._frame(loud, first + index * self._frame_bytes, now)
         self._pending = data[usable:]
         self._trim(now)
 
@@ -178,9 +181,7 @@ class UtteranceKeeper:
         self._loud_run = self._quiet_run = 0
         self.sent(carried, now)
 
-    def _frame(self, frame: bytes, offset: int, now: float) -> None:
-        samples = np.frombuffer(frame, dtype="<i2").astype(np.float32)
-        loud = math.sqrt(float(np.mean(samples * samples))) >= self._threshold
+    def _frame(self, loud: bool, offset: int, now: float) -> None:
         current = self._segments[-1] if self._segments and self._segments[-1].end is None else None
         if current is None:
             self._loud_run = self._loud_run + 1 if loud else 0

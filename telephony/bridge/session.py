@@ -7,7 +7,8 @@ This is the only module that knows both sides. Its tasks, all owned and cancelle
             during a model reconnect; the buffer absorbs it)
 - receiver: ``agent.receive()`` -> ``OutboundAudio`` -> ``Playback`` (never waits on the network)
 - writer:   ``Playback`` -> WebSocket (media, mark, clear)
-- goodbye / apology: short-lived tasks that end the call once the last words have been heard.
+- goodbye / apology: short-lived tasks of ``CallEnding`` (telephony.bridge.ending) that end the call once
+  the last words have been heard.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import time
 from collections import deque
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,8 @@ from strands.bidi.types import (
 from telephony.bridge.agent_factory import AgentFactory, agent_info, build_agent
 from telephony.bridge.caller_speech import CallerSpeech
 from telephony.bridge.continuity import Continuity
-from telephony.bridge.failure import error_summary, operator_notes
+from telephony.bridge.ending import CallEnding, load_apology
+from telephony.bridge.failure import error_summary
 from telephony.bridge.inbound import InboundBuffer, SendChunks
 from telephony.bridge.model_guard import guard_model_stream
 from telephony.bridge.observer import ObserverFactory, Observers
@@ -76,7 +77,7 @@ from telephony.controls import CALL_CONTROL_KEY
 from telephony.operations.latency import LatencySamples
 from telephony.operations.logs import CallLog
 from telephony.operations.metrics import Metrics
-from telephony.twilio.call_control import REST_TIMEOUT_S, CallControlClient, hang_up_with_retries
+from telephony.twilio.call_control import REST_TIMEOUT_S, CallControlClient
 from telephony.twilio.security import CONSOLE_PARAMETER, PARAMETER_NAME, CallTokens, TokenError, console_subject
 from telephony.twilio.stream_route import instance_name
 from telephony.twilio.twiml import dial_twiml
@@ -85,7 +86,6 @@ log = logging.getLogger(__name__)
 
 DIAL_PARAMETER = "voicebotDial"
 """``<Parameter>`` naming an outbound call placed by ``voicebot call``: its token is bound to it."""
-APOLOGY_CLIP = Path(__file__).parent / "assets" / "apology.ulaw"
 DEFAULT_MODEL_RATE = 16000
 AGENT_STOP_TIMEOUT_S = 5.0
 WATCHDOG_INTERVAL_S = 0.25
@@ -151,7 +151,6 @@ class CallSession:
         self.transcript: deque[tuple[str, str]] = deque(maxlen=TRANSCRIPT_LINES)
         self._warmed_on: str | None = None
         self.latency = LatencySamples()
-        self._apology = apology if apology is not None else load_apology()
         self.stats = CallStats()
         self.call: CallInfo | None = None
         self.agent: BidiAgent | None = None
@@ -169,9 +168,8 @@ class CallSession:
         self._responding = False
         self._current_audio: str | None = None
         self._interrupted: set[str] = set()
-        self._goodbye: asyncio.Task[None] | None = None
-        self._failing = False
-        self._hanging_up = False
+        apology = apology if apology is not None else load_apology()
+        self.ending = CallEnding(self, settings, self._observers, call_control, apology)
         self._close_code = 1000
         self._clock: CallClock | None = None
         self._speech = CallerSpeech()
@@ -186,10 +184,10 @@ class CallSession:
             if start is None or not self._admit(start) or not self._take_role(start):
                 return
             self._begin(start)
-            self._spawn(self._write_loop(), "writer")
-            self._spawn(self._read_loop(), "reader")
-            self._spawn(self._run_agent(), "agent")
-            self._spawn(self._watch(), "watchdog")
+            self.spawn(self._write_loop(), "writer")
+            self.spawn(self._read_loop(), "reader")
+            self.spawn(self._run_agent(), "agent")
+            self.spawn(self._watch(), "watchdog")
             await self._ended.wait()
         finally:
             await self._shutdown()
@@ -197,7 +195,7 @@ class CallSession:
     def end_call(self, reason: str) -> None:
         """``CallControl`` for tools: hang up after what has been said is heard. Thread-safe."""
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._arm_goodbye, reason)
+            self._loop.call_soon_threadsafe(self.ending.arm_goodbye, reason)
 
     def transfer_call(self, destination: str, reason: str, summary: str = "") -> None:
         """``CallControl`` for tools: move the call to ``destination`` once the hand-off line is heard.
@@ -216,7 +214,7 @@ class CallSession:
 
         The action returns a ``HandOff`` (the call leaves this stream, or is hung up) or None (the call goes on)."""
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._arm_goodbye, reason, action, now)
+            self._loop.call_soon_threadsafe(self.ending.arm_goodbye, reason, action, now)
 
     def wrap_up(self, reason: str) -> None:
         """Ask the agent to say goodbye now; the call is ended for it if it has not within the wrap-up time."""
@@ -231,7 +229,19 @@ class CallSession:
         if self._inbound is not None:
             self._inbound.put_text(text)
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+    @property
+    def log(self) -> CallLog:
+        return self._log
+
+    @property
+    def responding(self) -> bool:
+        return self._responding
+
+    @property
+    def ended(self) -> bool:
+        return self._ended.is_set()
+
+    def spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         task = asyncio.create_task(coroutine, name=f"{name}:{self.call.call_sid if self.call else '-'}")
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
@@ -241,14 +251,14 @@ class CallSession:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             self._log.error("task %s crashed: %r", task.get_name(), task.exception(), exc_info=task.exception())
-            self._count_error("internal")
-            self._end(f"internal error in {task.get_name()}", by="server")
+            self.count_error("internal")
+            self.finish(f"internal error in {task.get_name()}", by="server")
 
-    def _count_error(self, kind: str) -> None:
+    def count_error(self, kind: str) -> None:
         if self._metrics is not None:
             self._metrics.errors.labels(kind=kind).inc()
 
-    def _end(self, reason: str, by: str) -> None:
+    def finish(self, reason: str, by: str) -> None:
         if not self._ended.is_set():
             self.stats.end_reason, self.stats.ended_by = reason, by
             self.stats.ended_at = time.monotonic()
@@ -425,21 +435,21 @@ class CallSession:
         if count >= self._settings.max_bad_messages and self.call is not None:
             self._log.warning("closing the stream: %d malformed messages", count)
             self._close_code = 1008  # policy violation
-            self._count_error("malformed_flood")
-            self._end(f"too many malformed messages ({count})", by="server")
+            self.count_error("malformed_flood")
+            self.finish(f"too many malformed messages ({count})", by="server")
 
     async def _read_loop(self) -> None:
         while True:
             text = await self._receive_text()
             if text is None:
-                self._end("socket closed by Twilio", by="caller")
+                self.finish("socket closed by Twilio", by="caller")
                 return
             self._observers.notify("twilio_received", text)
             message = self._parse(text)
             if message is None:
                 continue
             if isinstance(message, Stop):
-                self._end("stream stopped (caller hung up or call ended)", by="caller")
+                self.finish("stream stopped (caller hung up or call ended)", by="caller")
                 return
             self._dispatch(message)
 
@@ -496,7 +506,7 @@ class CallSession:
                 await self._ws.send_text(message.text)
             except Exception as error:  # noqa: BLE001 - any send failure means the socket is gone
                 self._log.info("socket closed while sending: %r", error)
-                self._end("socket closed while sending", by="caller")
+                self.finish("socket closed while sending", by="caller")
                 return
             if message.stamps:
                 self._record_latency(message.stamps)
@@ -520,7 +530,7 @@ class CallSession:
                 agent = await self._start_agent(self.call)
         except Exception as error:  # noqa: BLE001 - any start failure gets the apology
             reason = "timed out" if isinstance(error, TimeoutError) else error_summary(error)
-            self._fail(f"agent failed to start: {reason}", error, kind="agent_start")
+            self.ending.fail(f"agent failed to start: {reason}", error, kind="agent_start")
             return
         self._log.info(
             "agent started | model=%s%s", getattr(agent.model, "model_id", "?"), " (pre-warmed)" if self._warm else ""
@@ -534,7 +544,7 @@ class CallSession:
             self._inbound.put_text(greeting)
             if self._clock is not None:
                 self._clock.agent_prompted(time.monotonic())
-        self._spawn(self._send_loop(agent), "sender")
+        self.spawn(self._send_loop(agent), "sender")
         await self._receive_loop(agent)
 
     async def _start_agent(self, call: CallInfo) -> BidiAgent:
@@ -598,12 +608,12 @@ class CallSession:
                 await self._send(agent, item)
             except Exception as error:  # noqa: BLE001 - a failing model gets the apology
                 if not await self._continuity.forgive_send_error(error):
-                    self._fail(f"agent rejected input: {error_summary(error)}", error, kind="agent_input")
+                    self.ending.fail(f"agent rejected input: {error_summary(error)}", error, kind="agent_input")
                     return
                 try:
                     await self._send(agent, item)  # once more, on the connection that replaced the old one
                 except Exception as again:  # noqa: BLE001
-                    self._fail(f"agent rejected input: {error_summary(again)}", again, kind="agent_input")
+                    self.ending.fail(f"agent rejected input: {error_summary(again)}", again, kind="agent_input")
                     return
             if isinstance(item, bytes):
                 sent = time.monotonic()
@@ -624,10 +634,10 @@ class CallSession:
                 self._observers.notify("agent_event", event)
                 self._on_agent_event(event)
         except Exception as error:  # noqa: BLE001 - a failing model gets the apology
-            self._fail(f"agent failed mid-call: {error_summary(error)}", error, kind="agent_stream")
+            self.ending.fail(f"agent failed mid-call: {error_summary(error)}", error, kind="agent_stream")
             return
         self._log.info("agent ended the conversation")
-        self._arm_goodbye("agent stopped")
+        self.ending.arm_goodbye("agent stopped")
 
     def _on_agent_event(self, event: Any) -> None:
         """Dispatch one agent event. Never awaits: the agent's queue holds a single event."""
@@ -659,7 +669,7 @@ class CallSession:
 
     def _on_bot_audio(self, event: BidiAudioDeltaEvent) -> None:
         assert self.playback is not None
-        if event.content_id in self._interrupted or self._failing:
+        if event.content_id in self._interrupted or self.ending.failing:
             self.stats.agent_audio_dropped += 1
             return
         if event.format != "pcm":
@@ -695,7 +705,7 @@ class CallSession:
 
     def _on_bot_audio_stop(self, content_id: str) -> None:
         assert self.playback is not None
-        if content_id in self._interrupted or self._failing or self._outbound_audio is None:
+        if content_id in self._interrupted or self.ending.failing or self._outbound_audio is None:
             return
         self.playback.play(self._outbound_audio.flush(), utterance=content_id)
         self.playback.end_utterance(content_id)
@@ -706,7 +716,7 @@ class CallSession:
         Only a barge-in if the caller lost bot audio (some was playing or queued); after the bot has been
         heard in full, the model's report is a note and nothing is cleared."""
         assert self.playback is not None
-        if self._failing:
+        if self.ending.failing:
             return
         unheard = self.playback.unheard_seconds
         if unheard == 0:
@@ -715,15 +725,13 @@ class CallSession:
             self._observers.notify("note", "caller_spoke", "the model reported a barge-in; nothing was playing")
             return
         self.stats.barge_ins += 1
-        dropped = self._cut_off(stamps=(("barge_in_to_clear", time.monotonic()),))
+        dropped = self.cut_off(stamps=(("barge_in_to_clear", time.monotonic()),))
         self._log.info("barge-in: clear sent, about %.2f s of bot audio unheard (%d frames unsent)", unheard, dropped)
         self._observers.notify("note", "barge_in", f"about {unheard:.2f} s of bot audio unheard")
-        if self._goodbye is not None:
-            self._goodbye.cancel()
-            self._goodbye = None
+        if self.ending.cancel_goodbye():
             self._log.info("caller spoke over the goodbye: the call goes on")
 
-    def _cut_off(self, stamps: tuple[Stamp, ...] = ()) -> int:
+    def cut_off(self, stamps: tuple[Stamp, ...] = ()) -> int:
         """Stop the bot mid-sentence: Twilio's buffer cleared, the rest of the utterance dropped. Frames dropped."""
         assert self.playback is not None
         self._drop_current_utterance()
@@ -745,43 +753,12 @@ class CallSession:
             self._on_bot_audio_stop(content_id)
 
     def goodbye_armed(self) -> bool:
-        return self._goodbye is not None or self._hanging_up
+        return self.ending.goodbye_armed
 
     def note(self, kind: str, detail: str) -> None:
         self._observers.notify("note", kind, detail)
 
-    # --- ending the call ---------------------------------------------------------------------------
-
-    def _arm_goodbye(self, reason: str, action: HandOffAction | None = None, now: bool = False) -> None:
-        """Hang up (or hand off) once the last words have been heard (their mark echoed), not before."""
-        if self._goodbye is not None or self._ended.is_set() or self._failing or self.playback is None:
-            return
-        self._log.info(
-            "%s requested (%s): waiting for the bot's last words to play", "hand-off" if action else "hang-up", reason
-        )
-        if now:
-            self._log.info("cutting the bot off first: %d queued frames dropped", self._cut_off())
-        self.playback.mark("goodbye")
-        self._goodbye = self._spawn(self._goodbye_watch(reason, action), "goodbye")
-
-    async def _goodbye_watch(self, reason: str, action: HandOffAction | None = None) -> None:
-        """Act after ``hangup_grace_s`` of idle playback, or at the cap if marks never return."""
-        assert self.playback is not None
-        grace, cap = self._settings.hangup_grace_s, self._settings.hangup_mark_timeout_s
-        if not await self.playback.settled(grace, cap, busy=self._is_responding):
-            self._log.warning("goodbye marks did not come back in time: hanging up anyway")
-        self._goodbye = None
-        if action is None:
-            await self._hang_up(f"agent ended the call ({reason})", by="agent")
-            return
-        outcome = await action()
-        if outcome is not None and outcome.hang_up:
-            await self._hang_up(outcome.reason, by="agent")
-        elif outcome is not None:
-            self._end(outcome.reason, by="agent")
-
-    def _is_responding(self) -> bool:
-        return self._responding
+    # --- hand-offs (run by CallEnding once the hand-off line is heard) -------------------------------
 
     async def _transfer(self, destination: str, reason: str) -> HandOff | None:
         """Replace our stream with a ``<Dial>``; if Twilio refuses, the agent hears why and goes on."""
@@ -844,55 +821,14 @@ class CallSession:
         elif verdict is Verdict.WRAP_UP:
             self.tell_agent("The call has reached its time limit. Say a short goodbye now, then end the call.")
         elif verdict is Verdict.FORCE_END:
-            self._count_error("time_limit")
-            await self._hang_up("the call did not wrap up in time", by="server")
+            self.count_error("time_limit")
+            await self.ending.hang_up("the call did not wrap up in time", by="server")
         elif verdict is Verdict.STREAM_GONE:
-            self._count_error("stream_gone")
-            await self._hang_up("no audio from Twilio: the stream is gone", by="server")
+            self.count_error("stream_gone")
+            await self.ending.hang_up("no audio from Twilio: the stream is gone", by="server")
         elif verdict is Verdict.AGENT_UNRESPONSIVE:
-            self._fail("agent unresponsive: the caller spoke and the agent produced nothing", kind="agent_unresponsive")
-
-    def _fail(self, reason: str, error: BaseException | None = None, kind: str = "agent") -> None:
-        """The agent is gone: apologise to the caller, then hang up. Idempotent."""
-        if self._failing or self._ended.is_set():
-            return
-        self._failing = True
-        self._count_error(kind)
-        notes = operator_notes(error)
-        self._log.error(
-            "%s%s",
-            reason,
-            "".join(f" | {note}" for note in notes),
-            exc_info=error if self._log.isEnabledFor(logging.DEBUG) else None,
-        )
-        self._observers.notify("note", "error", " | ".join([reason, *notes]))
-        if self._goodbye is not None:
-            self._goodbye.cancel()
-            self._goodbye = None
-        self._spawn(self._apologise(reason), "apology")
-
-    async def _apologise(self, reason: str) -> None:
-        assert self.playback is not None
-        if not self.playback.idle:
-            self.playback.interrupt()  # cut off whatever the bot was saying; nothing to clear if it was quiet
-        self.playback.play(self._apology)
-        name = self.playback.mark("apology")
-        cap = len(self._apology) / 8000 + self._settings.hangup_mark_timeout_s
-        if not await self.playback.heard(name, cap):
-            self._log.warning("apology mark did not come back within %.1fs", cap)
-        await self._hang_up(reason, by="server")
-
-    async def _hang_up(self, reason: str, by: str) -> None:
-        """REST hang-up when configured (an already-ended call is fine), then close the socket."""
-        if self._hanging_up:
-            return
-        self._hanging_up = True
-        self._log.info("hanging up: %s", reason)
-        self._observers.notify("note", "hangup", reason)
-        if self._rest is not None and self.call is not None:
-            if not await hang_up_with_retries(self._rest, self.call.call_sid, self._log):
-                self._count_error("rest_hangup")
-        self._end(reason, by=by)
+            reason = "agent unresponsive: the caller spoke and the agent produced nothing"
+            self.ending.fail(reason, kind="agent_unresponsive")
 
 
 def limits_from(settings: Settings) -> Limits:
@@ -918,15 +854,6 @@ def downmix_stereo(pcm: bytes) -> bytes:
     """Interleaved 16-bit stereo to mono (average of both channels)."""
     samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 4], dtype="<i2").reshape(-1, 2).astype(np.int32)
     return (samples.sum(axis=1) // 2).astype("<i2").tobytes()
-
-
-@functools.cache
-def load_apology() -> bytes:
-    """The spoken apology shipped with the package (raw μ-law 8 kHz), trimmed to whole frames.
-
-    Read once per process: sessions must not touch the disk on the event loop."""
-    clip = APOLOGY_CLIP.read_bytes() if APOLOGY_CLIP.is_file() else b"\xff" * 8000
-    return clip[: len(clip) - len(clip) % 160]
 
 
 __all__ = ["FRAME_SECONDS", "CallSession", "CallStats", "model_rates"]

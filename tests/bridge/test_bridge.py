@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from telephony.bridge.session import load_apology
+from telephony.bridge.ending import load_apology
 from telephony.codec import pcm16_to_ulaw, ulaw_to_pcm16
 
 from ..audio import dominant_hz, frame_hz, pcm, rms_dbfs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from telephony.bridge.session import load_apology
+from telephony.bridge.ending import load_apology
 from telephony.bridge.watchdog import CallClock, Limits, Verdict
 
 from ..conftest import harness

@@ -30,7 +30,8 @@ import pytest
 
 from telephony.app import create_app
 from telephony.bridge import session as session_module
-from telephony.bridge.session import CallSession, load_apology
+from telephony.bridge.ending import load_apology
+from telephony.bridge.session import CallSession
 from telephony.codec import pcm16_to_ulaw
 from telephony.config import env_name
 from telephony.console.events import ConsoleEvents
@@ -574,7 +575,7 @@ async def test_the_connection_limit_restarts_the_model_and_the_call_goes_on(
     assert ("ASSISTANT", "Hello.") in second.history  # the conversation so far, replayed
     assert seconds_of(heard_hz(call), ANSWER_HZ) == pytest.approx(0.5, abs=0.06)  # answered on the new connection
     assert not heard_the_apology(call)
-    assert "model connection restarting (timeout)" in caplog.text
+    assert "model connection being replaced (#1, it timed out" in caplog.text
 
 
 async def test_a_reset_stream_ends_the_call_with_the_apology_and_shutdown_does_not_hang(
