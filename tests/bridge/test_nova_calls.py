@@ -525,8 +525,10 @@ async def test_an_untrusted_certificate_leaves_the_greeting_unanswered_until_the
         await close_pending_handshakes()
     assert heard_the_apology(call)
     apology_started = min(frame.at for frame in call.heard if frame.payload == load_apology()[:160])
-    assert 1.5 < apology_started < 1.5 + 1.5
-    assert "agent unresponsive: the caller spoke and the agent produced nothing" in caplog.text
+    assert apology_started > 1.5
+    started = next(record.created for record in caplog.records if "| agent started |" in record.getMessage())
+    gave_up = next(record.created for record in caplog.records if "agent unresponsive" in record.getMessage())
+    assert 1.5 <= gave_up - started < 1.5 + 1.0  # the limit counts from the greeting, asked once the agent started
     assert not local_nova.sessions
 
 
