@@ -61,6 +61,7 @@ from telephony.bridge.protocol import (
     UnknownEvent,
     parse_message,
 )
+from telephony.bridge.tasks import OwnedTasks
 from telephony.bridge.transfer import (
     TRANSCRIPT_LINES,
     HandOff,
@@ -160,7 +161,7 @@ class CallSession:
         self._inbound: InboundBuffer | None = None
         self._chunks: SendChunks | None = None
         self._continuity: Continuity | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = OwnedTasks(self._task_crashed)
         self._ended = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._log = CallLog(log)
@@ -242,17 +243,13 @@ class CallSession:
         return self._ended.is_set()
 
     def spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-        task = asyncio.create_task(coroutine, name=f"{name}:{self.call.call_sid if self.call else '-'}")
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
+        """Run a task this call owns: cancelled when the call ends; a crash ends the call."""
+        return self._tasks.spawn(coroutine, f"{name}:{self.call.call_sid if self.call else '-'}")
 
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            self._log.error("task %s crashed: %r", task.get_name(), task.exception(), exc_info=task.exception())
-            self.count_error("internal")
-            self.finish(f"internal error in {task.get_name()}", by="server")
+    def _task_crashed(self, task: asyncio.Task[Any], error: BaseException) -> None:
+        self._log.error("task %s crashed: %r", task.get_name(), error, exc_info=error)
+        self.count_error("internal")
+        self.finish(f"internal error in {task.get_name()}", by="server")
 
     def count_error(self, kind: str) -> None:
         if self._metrics is not None:
@@ -265,10 +262,7 @@ class CallSession:
             self._ended.set()
 
     async def _shutdown(self) -> None:
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._tasks.cancel_all()
         await self._close_socket()  # first: the line is free at once, whatever the agent's teardown takes
         handed_to = await self._handed_to()
         if self._warm is not None and self._warm.task is not None:

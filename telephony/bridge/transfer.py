@@ -35,6 +35,7 @@ from typing import Any, Protocol, TypeVar
 from telephony.bridge.agent_factory import AgentFactory
 from telephony.bridge.observer import Observers
 from telephony.bridge.prewarm import Prewarmer, WarmAgent
+from telephony.bridge.tasks import OwnedTasks
 from telephony.call_info import CallInfo, TransferBrief
 from telephony.config import Settings
 from telephony.operations.logs import CallLog
@@ -207,7 +208,7 @@ class WarmTransfers:
         self._by_id: dict[str, WarmTransfer] = {}
         self._by_caller: dict[str, WarmTransfer] = {}
         self._by_person: dict[str, WarmTransfer] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = OwnedTasks(self._task_crashed)
         self._warmer = Prewarmer(briefing_factory, ttl_s=settings.transfer_ring_timeout_s + RING_GRACE_S)
 
     # --- queries ----------------------------------------------------------------------------------
@@ -588,10 +589,7 @@ class WarmTransfers:
         """App shutdown: cancel every timer and task (after ``settle_all`` in a graceful drain)."""
         for transfer in self._by_id.values():
             transfer.cancel_timers()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._tasks.cancel_all()
         await self._warmer.aclose()
         for transfer in self._by_id.values():
             if transfer.observers is not None:
@@ -644,16 +642,11 @@ class WarmTransfers:
         self._own(coroutine, name)
 
     def _own(self, coroutine: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
-        task = asyncio.create_task(coroutine, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
+        return self._tasks.spawn(coroutine, name)
 
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("transfer task %s crashed: %r", task.get_name(), task.exception(), exc_info=task.exception())
-            self._error("internal")
+    def _task_crashed(self, task: asyncio.Task[Any], error: BaseException) -> None:
+        log.error("transfer task %s crashed: %r", task.get_name(), error, exc_info=error)
+        self._error("internal")
 
     def _count(self, outcome: str) -> None:
         if self._metrics is not None:
