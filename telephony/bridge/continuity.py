@@ -20,7 +20,6 @@ by the events the session sees, prevents each:
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import math
@@ -267,6 +266,11 @@ class CutAnswer:
         )
 
 
+def decoded_length(base64_text: str) -> int:
+    """Bytes that base64 text decodes to, without decoding it (the session decodes each chunk once already)."""
+    return len(base64_text) * 3 // 4 - base64_text.count("=", -2)
+
+
 def words_heard(text: str, seconds: float, chars_per_second: float = CHARS_PER_SECOND) -> str:
     """The start of ``text`` that ``seconds`` of speech covers, cut at a word boundary."""
     text = text.strip()
@@ -429,7 +433,7 @@ class Continuity:
         if event.content_id != self._audio_open:
             self._audio_open, self._audio_s = event.content_id, 0.0
         rate = event.sample_rate * event.channels
-        self._audio_s += len(base64.b64decode(event.audio)) / 2 / rate if rate else 0.0
+        self._audio_s += decoded_length(event.audio) / 2 / rate if rate else 0.0
 
     # --- the restart hooks -----------------------------------------------------------------------------
 

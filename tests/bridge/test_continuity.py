@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from telephony.bridge.continuity import CutAnswer, UtteranceKeeper, words_heard
+from telephony.bridge.continuity import CutAnswer, UtteranceKeeper, decoded_length, words_heard
 from telephony.recording.transcript import TranscriptBuilder
 
 RATE = 16000
@@ -141,3 +141,9 @@ def test_a_cut_answer_is_marked_interrupted_in_the_transcript() -> None:
     assert bot["heard_s"] == 1.0 and bot["interrupted"] is True
     assert bot["cut"] == {"reason": "timeout", "heard_s": 1.0, "heard_text": "Your order"}
     assert json.loads(detail)["text"] == "Your order shipped on Monday."
+
+
+def test_the_length_of_base64_audio_is_read_without_decoding_it() -> None:
+    for size in range(0, 9):
+        data = bytes(range(size))
+        assert decoded_length(base64.b64encode(data).decode()) == size

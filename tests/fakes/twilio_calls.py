@@ -179,16 +179,7 @@ class FakeTwilio(RecordingHttpClient):
         scripted = (method.upper(), url) in self._by_route and self._by_route[(method.upper(), url)]
         if scripted or self._in_order:
             return await super().request(method, url, params, data, headers, auth, timeout, allow_redirects)
-        self.requests.append(
-            {
-                "method": method,
-                "url": url,
-                "params": dict(params or {}),
-                "data": dict(data or {}),
-                "form": form_fields(data),
-                "auth": auth,
-            }
-        )
+        self._record(method, url, params, data, auth)
         match = _CALL_URL.search(urlsplit(url).path)
         if method.upper() != "POST" or match is None:
             return Reply(404, {"code": 20404, "message": "not found", "status": 404}).response()

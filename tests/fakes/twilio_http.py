@@ -75,6 +75,16 @@ class RecordingHttpClient(AsyncHttpClient):
         timeout: Any = None,
         allow_redirects: bool = False,
     ) -> Response:
+        self._record(method, url, params, data, auth)
+        route = self._by_route.get((method.upper(), url))
+        if route:
+            return route.popleft().response()
+        if self._in_order:
+            return self._in_order.popleft().response()
+        return Reply(self.status, self.body).response()
+
+    def _record(self, method: str, url: str, params: Any, data: Any, auth: Any) -> None:
+        """Keep the request as the SDK made it, for the test to read back."""
         self.requests.append(
             {
                 "method": method,
@@ -85,12 +95,6 @@ class RecordingHttpClient(AsyncHttpClient):
                 "auth": auth,
             }
         )
-        route = self._by_route.get((method.upper(), url))
-        if route:
-            return route.popleft().response()
-        if self._in_order:
-            return self._in_order.popleft().response()
-        return Reply(self.status, self.body).response()
 
     async def close(self) -> None:
         self.closed = True
