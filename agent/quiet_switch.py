@@ -93,26 +93,39 @@ class QuietSwitchover:
         await super().send(content)  # type: ignore[misc]
 
     async def receive(self) -> AsyncGenerator[Any, None]:  # type: ignore[override]
+        """The model's events; within the window, each read is raced against the switch-over.
+
+        Before the window opens events pass straight through: racing a read costs a task and a wait per event
+        (about 14 us), which every event of every call would pay for a switch that cannot happen yet. A read
+        already waiting when the window opens is not raced: the next event ends it, and the reads after it are."""
         events = super().receive().__aiter__()  # type: ignore[misc]
         switch, state = self._quiet_switch, self._quiet_state
-        switched = asyncio.ensure_future(switch.wait())
+        switched: asyncio.Future[Any] | None = None
         next_event: asyncio.Future[Any] | None = None
         try:
             while True:
-                next_event = asyncio.ensure_future(events.__anext__())
-                await asyncio.wait({next_event, switched}, return_when=asyncio.FIRST_COMPLETED)
-                if not next_event.done():
-                    next_event.cancel()
-                    await asyncio.gather(next_event, return_exceptions=True)
-                    raise ConnectionTimeoutError(SWITCH_MESSAGE)
-                try:
-                    event = next_event.result()
-                except StopAsyncIteration:
-                    return
+                if not state.in_window:
+                    try:
+                        event = await events.__anext__()
+                    except StopAsyncIteration:
+                        return
+                else:
+                    switched = switched or asyncio.ensure_future(switch.wait())
+                    next_event = asyncio.ensure_future(events.__anext__())
+                    await asyncio.wait({next_event, switched}, return_when=asyncio.FIRST_COMPLETED)
+                    if not next_event.done():
+                        next_event.cancel()
+                        await asyncio.gather(next_event, return_exceptions=True)
+                        raise ConnectionTimeoutError(SWITCH_MESSAGE)
+                    try:
+                        event = next_event.result()
+                    except StopAsyncIteration:
+                        return
                 state.received(event)
                 yield event
         finally:
-            switched.cancel()
+            if switched is not None:
+                switched.cancel()
             if next_event is not None and not next_event.done():
                 next_event.cancel()  # this generator was closed while waiting (strands stopped the reader)
                 await asyncio.gather(next_event, return_exceptions=True)
@@ -125,6 +138,7 @@ class QuietSwitchover:
         window = min(MAX_WINDOW_S, deadline_s * self.quiet_window_share)
         state = self._quiet_state
         await asyncio.sleep(max(0.0, state.opened_at + deadline_s - window - time.monotonic()))
+        state.in_window = True  # from the next read on, receive() races each read against the switch
         while not state.quiet(time.monotonic()):
             await asyncio.sleep(POLL_S)
         log.debug("quiet moment %.1f s into the connection: replacing it now", time.monotonic() - state.opened_at)
@@ -144,6 +158,8 @@ class _QuietState:
 
     def __init__(self, opened_at: float) -> None:
         self.opened_at = opened_at
+        self.in_window = False
+        """The quiet window has opened: a switch-over may come at any moment now."""
         self.caller_voiced_at = -math.inf
         self.bot_audio_at = -math.inf
         self.response_open = False
