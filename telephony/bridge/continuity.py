@@ -15,6 +15,10 @@ by the events the session sees, prevents each:
 - **Silent cuts.** An answer the model had not finished when its connection went is recorded as cut
   (a ``cut`` note: seconds heard, the words heard as far as the text tells), and the new connection is
   told where the caller stopped hearing it, so it picks up instead of leaving the caller in silence.
+
+One more hazard is strands' own: a scheduled swap runs in a task the agent no longer holds, so
+``agent.stop()`` does not stop it, and it would open the next connection after the call ended (and leave
+its reader and timer running). :meth:`Continuity.abandon_swap` cancels that task when the call ends.
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ SPEECH_DBFS = -40.0
 ONSET_FRAMES = 2
 PREROLL_S = 0.3
 """Audio kept before an utterance's first loud frame, so its soft start is carried over too."""
+ABANDON_SWAP_S = 3.0
+"""How long a cancelled swap may take to unwind (the Nova adapter finishes a cancelled set-up, up to 2 s)."""
 HANGOVER_S = 0.5
 """Quiet after the last loud frame that ends an utterance (models end-point after about 0.5-1 s)."""
 UNHEARD_EXPIRY_S = 12.0
@@ -345,6 +351,9 @@ class Continuity:
         self.keeper = UtteranceKeeper(sample_rate)
         self.stats = ContinuityStats()
         self._swap_started: float | None = None
+        self._swap_task: asyncio.Task[Any] | None = None
+        """The task running the swap in flight (strands' restart timer, or the model reader on a timeout)."""
+        self._abandoned = False
         self._last_swap_end = -math.inf
         self._idle = asyncio.Event()
         self._idle.set()
@@ -375,6 +384,23 @@ class Continuity:
     @property
     def swapping(self) -> bool:
         return not self._idle.is_set()
+
+    def abandon_swap(self) -> None:
+        """The call is ending: cancel a swap in flight, so no connection opens after it. Call first in teardown."""
+        self._abandoned = True
+        task = self._swap_task
+        if task is not None and not task.done() and task is not asyncio.current_task():
+            self._log.info("the call ended during a model connection swap: the swap is cancelled")
+            task.cancel()
+
+    async def swap_abandoned(self) -> None:
+        """Wait (bounded) for a cancelled swap to unwind: before the agent stops, which would race it."""
+        task = self._swap_task
+        if task is None or task.done() or task is asyncio.current_task():
+            return
+        done, _ = await asyncio.wait({task}, timeout=ABANDON_SWAP_S)
+        if not done:
+            self._log.warning("the cancelled connection swap did not end within %.0f s", ABANDON_SWAP_S)
 
     # --- fed by the session --------------------------------------------------------------------------
 
@@ -440,6 +466,7 @@ class Continuity:
     async def _before_restart(self, event: BidiBeforeConnectionRestartEvent) -> None:
         now = self._clock()
         self._swap_started = now
+        self._swap_task = asyncio.current_task()
         self._idle.clear()
         self.stats.restarts += 1
         self._inbound.hold(self._hold_bytes)
@@ -482,6 +509,8 @@ class Continuity:
         now = self._clock()
         started = self._swap_started if self._swap_started is not None else now
         try:
+            if self._abandoned:
+                return  # the call is over: nothing to carry over or pick up
             if event.exception is not None:
                 self.stats.failed += 1
                 self._log.error("model connection could not be replaced: %r", event.exception)
@@ -492,6 +521,7 @@ class Continuity:
         finally:
             self._inbound.release()
             self._swap_started = None
+            self._swap_task = None
             self._cut = None
             self._last_swap_end = self._clock()
             self._idle.set()

@@ -262,12 +262,16 @@ class CallSession:
             self._ended.set()
 
     async def _shutdown(self) -> None:
+        if self._continuity is not None:
+            self._continuity.abandon_swap()  # first: a swap may run in one of our tasks, cancelled next
         await self._tasks.cancel_all()
         await self._close_socket()  # first: the line is free at once, whatever the agent's teardown takes
         handed_to = await self._handed_to()
         if self._warm is not None and self._warm.task is not None:
             self._warm.task.cancel()  # still connecting when the call ended
             await asyncio.gather(self._warm.task, return_exceptions=True)
+        if self._continuity is not None:
+            await self._continuity.swap_abandoned()
         if self.agent is not None:
             try:
                 await asyncio.wait_for(self.agent.stop(), AGENT_STOP_TIMEOUT_S)

@@ -168,3 +168,24 @@ async def test_connections_are_replaced_at_quiet_moments_before_the_limit(caplog
     ]
     after_quiet = [after for before, after in itertools.pairwise(lines) if "quiet moment" in before]
     assert after_quiet and all("given again: 0.00 s" in line for line in after_quiet)  # nobody was mid-utterance
+
+
+@pytest.mark.parametrize("hang_up_after_s", [0.3, 1.2], ids=["early-in-the-set-up", "late-in-the-set-up"])
+async def test_a_caller_hanging_up_during_a_scheduled_swap_leaves_no_connection_open(
+    hang_up_after_s: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    """strands runs a scheduled swap in a task it no longer holds: stopping the agent does not stop the swap,
+    which would open the next connection (and start its reader and timer) after the call ended."""
+    plan = Plan([Utterance(420.0, 0.6, "ask")])
+    model = LimitedModel(ToneConversation(plan), restart_after_s=1.0, setup_s=lambda: 0.0 if not model.setups else 2.0)
+    caplog.set_level(logging.INFO)
+    async with harness(lambda: model, tools=[lookup]) as h:  # its exit fails on leftover tasks or a model left running
+        async with h.caller() as call:
+            await call.connect()
+            while "being replaced" not in caplog.text:
+                await call.silence(0.1)
+            await call.silence(hang_up_after_s)
+            await call.stop()
+            await call.wait_closed()
+    assert len(model.connections) == 1, f"{len(model.connections)} connections were opened"
+    assert model.stopped

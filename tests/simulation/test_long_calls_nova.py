@@ -10,6 +10,7 @@ tests see whether every utterance reached the answering connection whole and onc
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import random
@@ -37,12 +38,14 @@ from ..fakes.long_call import (
     make_plan,
     score,
     talk,
+    tone_ulaw,
 )
 from ..fakes.twilio import FakeTwilioCall
 
 MODEL_ID = "amazon.nova-2-sonic-v1:0"
 NOVA_CAP_S = 480.0
 NOVA_RESTART_AFTER_S = 420.0
+CALLER_HZ = 440.0
 DROPPED = re.compile(r"caller_audio_dropped_chunks=(\d+)")
 
 
@@ -132,3 +135,55 @@ async def test_an_answer_cut_by_nova_timing_out_is_recorded_and_picked_up(
     assert "connection was replaced" in local_nova.sessions[1].text_inputs[0]
     assert result.problems == [], result.problems
     assert dropped == 0 and result.hung_up_by_bot
+
+
+async def test_a_caller_hanging_up_during_a_swap_leaves_no_nova_stream_open(
+    local_nova: LocalNova, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The next stream is slow to open (1 s before the client starts it) and the caller hangs up meanwhile: the
+    swap must not go on to open it after the call ended (strands' agent.stop() does not stop a scheduled swap).
+    The caller talks on, so no quiet moment comes and strands' own timer does the swap."""
+    scale = 1 / 420  # replaced after about 1 s
+    local_nova.brain = ToneConversation(Plan([]))
+    local_nova.limits = TimeLimits(connection_limit_s=NOVA_CAP_S, silence_timeout_s=4200.0, time_scale=scale)
+    swapping = asyncio.Event()
+
+    class SlowToReopen(BedrockNovaSonicModel):
+        starts = 0
+
+        async def start(self, *args: Any, **kwargs: Any) -> None:
+            self.starts += 1
+            if self.starts > 1:
+                swapping.set()
+                await asyncio.sleep(1.0)
+            await super().start(*args, **kwargs)
+
+    def factory(call: Any) -> BidiAgent:
+        model = SlowToReopen(
+            model_id=MODEL_ID,
+            region="us-east-1",
+            audio={"input": {"sample_rate": 16000}, "output": {"sample_rate": 16000}},
+            connection={"restart_after_s": NOVA_RESTART_AFTER_S * scale},
+        )
+        return BidiAgent(model=model, tools=[end_conversation], system_prompt="You answer the phone.")
+
+    caplog.set_level(logging.INFO)
+    app = create_app(TEST_SETTINGS, agent_factory=factory)
+    async with serve_app(app) as base:
+        async with FakeTwilioCall(f"ws://{base}/media-stream") as call:
+            await call.connect()
+            talking = asyncio.create_task(call.stream(tone_ulaw(CALLER_HZ, 10.0)))
+            try:
+                await asyncio.wait_for(swapping.wait(), timeout=10.0)
+            finally:
+                talking.cancel()
+            await call.stop()
+            await call.wait_closed()
+        for _ in range(60):  # the session stops its agent after closing the socket
+            if not app.state.sessions:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)  # past the slow start: a swap left running would open its stream now
+    assert "scheduled, before the provider's limit" in caplog.text
+    assert "the swap is cancelled" in caplog.text
+    assert [session.ended_by is not None for session in local_nova.sessions] == [True]
