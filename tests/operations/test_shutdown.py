@@ -20,6 +20,7 @@ from ..bridge.test_bridge import frame_hz
 from ..conftest import harness
 from ..fakes.model import Hold, Say
 from ..fakes.twilio import FakeTwilioCall
+from .server_process import wait_until_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,13 +48,7 @@ async def server_process(agent: str, **env: str) -> AsyncIterator[tuple[asyncio.
         sys.executable, "-m", "telephony.cli", "serve", "--agent", agent, cwd=ROOT, env=environment
     )
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-            for _ in range(200):
-                try:
-                    if (await client.get("/health")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    await asyncio.sleep(0.05)
+        await wait_until_healthy(process, f"http://127.0.0.1:{port}/health")
         yield process, port
     finally:
         if process.returncode is None:

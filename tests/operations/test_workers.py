@@ -24,6 +24,8 @@ import pytest
 from telephony.simulation.caller import SimulatedCaller, StreamTarget, answer, twilio_signature
 from telephony.simulation.local_nginx import local_nginx, nginx_binary
 
+from .server_process import wait_until_healthy
+
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = "https://voice.example.com"
 TOKEN = "test-auth-token-for-workers"
@@ -83,17 +85,8 @@ async def workers(base: int, **env: str) -> AsyncIterator[asyncio.subprocess.Pro
         "--agent", "tests.fakes.turns:turn_taking_agent", cwd=ROOT, env=environment,
     )  # fmt: skip
     try:
-        async with httpx.AsyncClient() as client:
-            for port in (base + 1, base + 2):  # each worker's own port: both workers are up
-                for _ in range(600):
-                    try:
-                        if (await client.get(f"http://127.0.0.1:{port}/health")).status_code == 200:
-                            break
-                    except httpx.TransportError:
-                        pass
-                    await asyncio.sleep(0.05)
-                else:
-                    raise AssertionError(f"worker on port {port} did not start")
+        for port in (base + 1, base + 2):  # each worker's own port: both workers are up
+            await wait_until_healthy(process, f"http://127.0.0.1:{port}/health")
         yield process
     finally:
         if process.returncode is None:

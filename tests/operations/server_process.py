@@ -1,0 +1,29 @@
+"""Waiting for a ``voicebot serve`` started as a child process to answer ``/health``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+
+START_S = 90.0
+"""A server process imports the SDKs first: on a loaded 2-core machine (two workers side by side) that has
+taken over 30 s."""
+
+
+async def healthy(client: httpx.AsyncClient, url: str) -> bool:
+    try:
+        return (await client.get(url)).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+async def wait_until_healthy(process: asyncio.subprocess.Process, url: str, timeout_s: float = START_S) -> None:
+    """Return once ``url`` answers 200; fail at once if the process exits, or after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    async with httpx.AsyncClient() as client:
+        while not await healthy(client, url):
+            assert process.returncode is None, f"voicebot serve exited with {process.returncode}"
+            assert time.monotonic() < deadline, f"{url} did not answer in {timeout_s:.0f} s"
+            await asyncio.sleep(0.05)
