@@ -49,11 +49,11 @@ CALLER_HZ = 440.0
 DROPPED = re.compile(r"caller_audio_dropped_chunks=(\d+)")
 
 
-def nova_factory(scale: float) -> Any:
+def nova_factory(scale: float, model_class: type[BedrockNovaSonicModel] = BedrockNovaSonicModel) -> Any:
     """Agents on the project's Nova model, replaced proactively at 7 (scaled) minutes, as in production."""
 
     def factory(call: Any) -> BidiAgent:
-        model = BedrockNovaSonicModel(
+        model = model_class(
             model_id=MODEL_ID,
             region="us-east-1",
             audio={"input": {"sample_rate": 16000}, "output": {"sample_rate": 16000}},
@@ -158,17 +158,8 @@ async def test_a_caller_hanging_up_during_a_swap_leaves_no_nova_stream_open(
                 await asyncio.sleep(1.0)
             await super().start(*args, **kwargs)
 
-    def factory(call: Any) -> BidiAgent:
-        model = SlowToReopen(
-            model_id=MODEL_ID,
-            region="us-east-1",
-            audio={"input": {"sample_rate": 16000}, "output": {"sample_rate": 16000}},
-            connection={"restart_after_s": NOVA_RESTART_AFTER_S * scale},
-        )
-        return BidiAgent(model=model, tools=[end_conversation], system_prompt="You answer the phone.")
-
     caplog.set_level(logging.INFO)
-    app = create_app(TEST_SETTINGS, agent_factory=factory)
+    app = create_app(TEST_SETTINGS, agent_factory=nova_factory(scale, SlowToReopen))
     async with serve_app(app) as base:
         async with FakeTwilioCall(f"ws://{base}/media-stream") as call:
             await call.connect()
