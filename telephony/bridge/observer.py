@@ -42,6 +42,31 @@ class CallObserver(Protocol):
         """The call is over; finish writing (the session awaits this, with a bound)."""
 
 
+class QuietObserver:
+    """A :class:`CallObserver` that ignores everything: subclass it and override only the hooks you need."""
+
+    def model_audio(self, input_rate: int, output_rate: int) -> None:
+        return None
+
+    def twilio_received(self, text: str) -> None:
+        return None
+
+    def twilio_sent(self, text: str) -> None:
+        return None
+
+    def agent_event(self, event: Any) -> None:
+        return None
+
+    def agent_input(self, item: bytes | str) -> None:
+        return None
+
+    def note(self, kind: str, detail: str) -> None:
+        return None
+
+    async def call_ended(self, reason: str, ended_by: str) -> None:
+        return None
+
+
 class OptionalHooks(Protocol):
     """Hooks an observer may also have; the session skips observers without them (older observers keep working)."""
 

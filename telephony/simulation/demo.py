@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from telephony.app import create_app
+from telephony.bridge.observer import QuietObserver
 from telephony.call_info import CallInfo
 from telephony.codec import pcm16_to_ulaw
 from telephony.config import Settings
@@ -46,7 +47,7 @@ DEMO_SCRIPT = (
 )
 
 
-class Printer:
+class Printer(QuietObserver):
     """A CallObserver that prints the conversation as it happens (who said what, barge-ins, tools)."""
 
     def __init__(self, out: TextIO) -> None:
@@ -58,15 +59,6 @@ class Printer:
 
     def model_audio(self, input_rate: int, output_rate: int) -> None:
         self._say(f"[bot connected: hears {input_rate} Hz, speaks {output_rate} Hz]")
-
-    def twilio_received(self, text: str) -> None:
-        pass
-
-    def twilio_sent(self, text: str) -> None:
-        pass
-
-    def agent_input(self, item: bytes | str) -> None:
-        pass
 
     def agent_event(self, event: Any) -> None:
         kind = event.get("type") if isinstance(event, dict) else None

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from telephony.bridge.observer import QuietObserver
 from telephony.simulation.scenario import GoalCaller
 
 Turn = tuple[str, str]
@@ -20,7 +21,7 @@ Turn = tuple[str, str]
 GOODBYE = "Thank you, that's everything. Goodbye."
 
 
-class LiveTranscript:
+class LiveTranscript(QuietObserver):
     """A call observer that keeps the transcript as the model reports it (caller and bot turns, in order)."""
 
     def __init__(self) -> None:
@@ -34,24 +35,6 @@ class LiveTranscript:
             text = str(event.get("transcript", "")).strip()
             if text:
                 self._turns.append(("caller" if event.get("role") == "user" else "bot", text))
-
-    def model_audio(self, input_rate: int, output_rate: int) -> None:
-        pass
-
-    def twilio_received(self, text: str) -> None:
-        pass
-
-    def twilio_sent(self, text: str) -> None:
-        pass
-
-    def agent_input(self, item: bytes | str) -> None:
-        pass
-
-    def note(self, kind: str, detail: str) -> None:
-        pass
-
-    async def call_ended(self, reason: str, ended_by: str) -> None:
-        pass
 
 
 class CallerBrain(Protocol):

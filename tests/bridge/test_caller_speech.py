@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from telephony.bridge.caller_speech import CallerSpeech, SpeechSpan
+from telephony.bridge.observer import QuietObserver
 from telephony.codec import pcm16_to_ulaw
 
 from ..conftest import harness
@@ -51,18 +52,12 @@ def test_latency_is_counted_once_per_caller_turn_and_never_while_the_caller_talk
     assert speech.answered(now=0.19) is None  # the bot starts while the caller is still talking
 
 
-class Notes:
+class Notes(QuietObserver):
     def __init__(self, call: object) -> None:
         self.notes: list[tuple[str, str]] = []
         self.spans: list[SpeechSpan] = []
         self.latencies: list[float] = []
         self.info: dict[str, str] = {}
-
-    def model_audio(self, input_rate: int, output_rate: int) -> None: ...
-    def twilio_received(self, text: str) -> None: ...
-    def twilio_sent(self, text: str) -> None: ...
-    def agent_event(self, event: object) -> None: ...
-    def agent_input(self, item: object) -> None: ...
 
     def note(self, kind: str, detail: str) -> None:
         self.notes.append((kind, detail))
@@ -75,8 +70,6 @@ class Notes:
 
     def agent_info(self, info: dict[str, str]) -> None:
         self.info = info
-
-    async def call_ended(self, reason: str, ended_by: str) -> None: ...
 
 
 async def test_a_barge_in_after_the_bot_was_heard_in_full_is_only_a_note_and_latency_runs_from_speech() -> None:

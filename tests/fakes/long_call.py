@@ -51,6 +51,7 @@ from strands.bidi.types import (
 from strands.types.content import TextBlock
 from strands.types.tools import ToolResultBlock
 
+from telephony.bridge.observer import QuietObserver
 from telephony.codec import ulaw_to_pcm16
 from telephony.simulation.caller import FRAME_SECONDS, SimulatedCaller
 from telephony.simulation.local_nova.brain import CallerTurn, Reply, Tone, ToolRequest, render_audio
@@ -576,7 +577,7 @@ async def talk(
 # --- the figures ---------------------------------------------------------------------------------
 
 
-class Tap:
+class Tap(QuietObserver):
     """A call observer collecting what the scoring needs: user transcripts, restarts, notes."""
 
     def __init__(self) -> None:
@@ -584,11 +585,6 @@ class Tap:
         self.restarts: list[str] = []
         self.notes: list[tuple[str, str]] = []
         self.started = time.monotonic()
-
-    def model_audio(self, input_rate: int, output_rate: int) -> None: ...
-    def twilio_received(self, text: str) -> None: ...
-    def twilio_sent(self, text: str) -> None: ...
-    def agent_input(self, item: bytes | str) -> None: ...
 
     def agent_event(self, event: Any) -> None:
         kind = event.get("type") if hasattr(event, "get") else None
@@ -599,8 +595,6 @@ class Tap:
 
     def note(self, kind: str, detail: str) -> None:
         self.notes.append((kind, detail))
-
-    async def call_ended(self, reason: str, ended_by: str) -> None: ...
 
 
 @dataclass
