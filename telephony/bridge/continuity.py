@@ -388,19 +388,22 @@ class Continuity:
     def abandon_swap(self) -> None:
         """The call is ending: cancel a swap in flight, so no connection opens after it. Call first in teardown."""
         self._abandoned = True
-        task = self._swap_task
-        if task is not None and not task.done() and task is not asyncio.current_task():
+        if (task := self._other_swap_task()) is not None:
             self._log.info("the call ended during a model connection swap: the swap is cancelled")
             task.cancel()
 
     async def swap_abandoned(self) -> None:
         """Wait (bounded) for a cancelled swap to unwind: before the agent stops, which would race it."""
-        task = self._swap_task
-        if task is None or task.done() or task is asyncio.current_task():
+        if (task := self._other_swap_task()) is None:
             return
         done, _ = await asyncio.wait({task}, timeout=ABANDON_SWAP_S)
         if not done:
             self._log.warning("the cancelled connection swap did not end within %.0f s", ABANDON_SWAP_S)
+
+    def _other_swap_task(self) -> asyncio.Task[Any] | None:
+        """The task of a swap still running, unless it is the caller's own (teardown started inside the swap)."""
+        task = self._swap_task
+        return None if task is None or task.done() or task is asyncio.current_task() else task
 
     # --- fed by the session --------------------------------------------------------------------------
 

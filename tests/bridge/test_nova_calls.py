@@ -49,6 +49,7 @@ from ..audio import dominant_hz, frame_hz, pcm
 from ..conftest import TEST_SETTINGS, serve, settle_tasks
 from ..fakes.rest import FakeCallControl
 from ..fakes.twilio import FakeTwilioCall
+from ..waiting import until
 
 pytestmark = pytest.mark.filterwarnings(
     # awscrt (0.32) reports a connection it gave up on (the untrusted-certificate test) by setting an exception on
@@ -135,14 +136,6 @@ def voiced_seconds(pcm16: bytes, rate: int) -> float:
 
 def seconds_of(hz_list: list[float], hz: float) -> float:
     return sum(1 for value in hz_list if value == hz) * 0.02
-
-
-async def until(condition: Any, timeout: float = 5.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 async def listen_until(call: FakeTwilioCall, heard: Any, timeout: float = 6.0, then_s: float = 0.3) -> None:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import xml.etree.ElementTree as ET
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,6 +35,7 @@ from ..fakes.model import CallTool, Hold, Say, ScriptedModel, Step, UserSaid, Wa
 from ..fakes.twilio import ULAW_SILENCE
 from ..fakes.twilio_calls import FakeCall, FakeTwilio, Person
 from ..fakes.twilio_http import Reply
+from ..waiting import until
 
 TOKEN = "auth-token-for-tests"
 ACCOUNT = "AC" + "3" * 32
@@ -151,14 +151,6 @@ async def warm_line(
         assert not leftover, f"tasks still running after the calls ended: {leftover}"
         assert all(model.stopped or not model.started for model in [*line.callers, *line.briefers])
         assert all(status == 204 for _, _, status in twilio.callbacks), twilio.callbacks
-
-
-async def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
 
 
 def tones(call: FakeCall, stream: int = -1) -> set[int]:

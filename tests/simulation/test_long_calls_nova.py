@@ -41,6 +41,7 @@ from ..fakes.long_call import (
     tone_ulaw,
 )
 from ..fakes.twilio import FakeTwilioCall
+from ..waiting import until
 
 MODEL_ID = "amazon.nova-2-sonic-v1:0"
 NOVA_CAP_S = 480.0
@@ -170,10 +171,8 @@ async def test_a_caller_hanging_up_during_a_swap_leaves_no_nova_stream_open(
                 talking.cancel()
             await call.stop()
             await call.wait_closed()
-        for _ in range(60):  # the session stops its agent after closing the socket
-            if not app.state.sessions:
-                break
-            await asyncio.sleep(0.05)
+        # the session stops its agent after closing the socket
+        await until(lambda: not app.state.sessions, timeout=5.0, what="the session to finish")
         await asyncio.sleep(1.0)  # past the slow start: a swap left running would open its stream now
     assert "scheduled, before the provider's limit" in caplog.text
     assert "the swap is cancelled" in caplog.text
