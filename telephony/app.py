@@ -15,9 +15,11 @@ With ``TWILIO_AUTH_TOKEN`` set, every request from Twilio must carry a valid sig
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import JSONResponse, Response
@@ -26,13 +28,14 @@ from starlette.datastructures import FormData
 from telephony.bridge.agent_factory import AgentFactory, load_agent_factory, with_settings
 from telephony.bridge.observer import ObserverFactory
 from telephony.bridge.prewarm import WARM_PARAMETER, Prewarmer, callinfo_from_webhook
+from telephony.bridge.server_calls import ServerCalls
 from telephony.bridge.session import CallSession
 from telephony.bridge.transfer import WarmTransfers
-from telephony.call_info import CallInfo
 from telephony.config import Settings
 from telephony.console.routes import console_for
 from telephony.operations.admission import Admission
 from telephony.operations.latency import app_samples
+from telephony.operations.lines import Lines, lines_path
 from telephony.operations.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from telephony.operations.metrics import Metrics
 from telephony.recording.recorder import recorder_factory
@@ -45,14 +48,14 @@ from telephony.twilio.security import (
     verify_http_signature,
     verify_websocket_signature_over,
 )
-from telephony.twilio.stream_route import STREAM_PATH, instance_name, signed_urls
+from telephony.twilio.stream_route import STREAM_PATH, callback_url, instance_name, signed_urls
+from telephony.twilio.stream_route import stream_path as route_stream_path
 from telephony.twilio.stream_route import stream_url as route_stream_url
 from telephony.twilio.twiml import busy_twiml, connect_twiml
 
 log = logging.getLogger(__name__)
 
 FORWARDED_PARAMETERS = ("From", "To", "CallSid")
-CALL_OVER = {"completed", "busy", "failed", "no-answer", "canceled"}
 FORBIDDEN = Response(status_code=403, content="invalid or missing X-Twilio-Signature\n", media_type="text/plain")
 
 
@@ -63,8 +66,8 @@ def stream_url(settings: Settings, request: Request | None = None) -> str:
 
 
 def status_url(settings: Settings, kind: str) -> str | None:
-    """Where Twilio should post ``kind`` status callbacks (only known with PUBLIC_URL)."""
-    return public_url_for(settings.public_url, f"/status/{kind}") if settings.public_url else None
+    """Where Twilio should post ``kind`` status callbacks for this process's calls (only known with PUBLIC_URL)."""
+    return callback_url(settings, kind)
 
 
 def create_app(
@@ -88,28 +91,29 @@ def create_app(
             "TWILIO_AUTH_TOKEN is not set: Twilio signatures are NOT verified; anyone who can reach "
             "this server can start calls on your model account"
         )
-    sessions: set[CallSession] = set()
     metrics = metrics or Metrics()
-    admission = Admission(settings.max_calls, active=lambda: len(sessions))
+    admission = Admission(settings.max_calls, Lines(lines_path(settings.run_dir), worker=settings.worker_index))
     latency = app_samples()
     here = instance_name(settings)
     prewarmer = Prewarmer(factory, settings.prewarm_ttl_s, metrics.prewarm_outcome) if settings.prewarm else None
 
-    def release_reservation(call: CallInfo) -> None:
-        admission.started(call.call_sid)
-
-    call_observers = [release_reservation, *observers]
+    call_observers = list(observers)
     if settings.record_dir:
         call_observers.append(recorder_factory(settings.record_dir))
         log.info("recording every call under %s", settings.record_dir)
-    console = console_for(settings, admission, metrics, STREAM_PATH)
+    console = console_for(settings, admission, metrics, route_stream_path(settings))
     transfers = warm_transfers(settings, call_control, briefing_factory, tokens, metrics, admission)
     if console is not None:
         call_observers.append(console.events.observer)
+    calls = ServerCalls(admission, prewarmer, transfers, answered_by_note)
+    sessions = calls.sessions
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if settings.run_dir and settings.workers > 1:
+            await calls.connect_peers(Path(settings.run_dir), settings.worker_index, settings.workers)
         yield
+        calls.close()
         if prewarmer is not None:
             await prewarmer.aclose()
         if transfers is not None:
@@ -117,6 +121,7 @@ def create_app(
         close = getattr(call_control, "aclose", None)
         if close is not None:
             await close()
+        admission.lines.close()
 
     app = FastAPI(title="voicebot", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.sessions = sessions
@@ -166,18 +171,17 @@ def create_app(
         return Response(content=body, media_type="application/xml")
 
     @app.post("/status/{kind}")
+    @app.post("/{route:path}/status/{kind}")  # a worker's or replica's own path (stream_route.callback_url)
     async def status(kind: str, request: Request) -> Response:
         form = await verified_form(request)
         if form is None:
             return FORBIDDEN
         call_sid = str(form.get("CallSid", "?"))
-        if transfers is not None and kind in ("call", "transfer", "conference"):
+        if transfers is not None and kind in ("transfer", "conference"):
             transfers.on_status(kind, form, request.query_params.get("transfer"))
-            if kind != "call":
-                return Response(status_code=204)
+            return Response(status_code=204)
         if kind == "call":
-            if prewarmer is not None and form.get("CallStatus") in CALL_OVER:
-                prewarmer.discard(call_sid, f"call {form.get('CallStatus')}")
+            calls.call_status(form)
             log.info(
                 "call=%s | call status %s (duration %ss)",
                 call_sid,
@@ -195,9 +199,7 @@ def create_app(
         elif kind == "amd":
             answered_by = str(form.get("AnsweredBy", "unknown"))
             log.info("call=%s | answered by %s", call_sid, answered_by)
-            for session in sessions:
-                if session.call is not None and session.call.call_sid == call_sid:
-                    session.tell_agent(answered_by_note(answered_by))
+            calls.answered_by(call_sid, answered_by)
         else:
             return Response(status_code=404)
         return Response(status_code=204)
@@ -219,37 +221,42 @@ def create_app(
                 )
                 await websocket.close(code=1008)  # before accept(): the upgrade is refused with HTTP 403
                 return
-        if not admission.stream_allowed():
+        line, refusal = admission.open_stream()
+        if line is None:
             metrics.calls_refused.labels(reason="stream_over_limit").inc()
-            log.warning("refused a media stream: %s", "draining" if admission.draining else "at the call limit")
+            log.warning("refused a media stream: %s", refusal)
             await websocket.close(code=1013)  # before accept(): the upgrade is refused
             return
-        await websocket.accept()
-        session = CallSession(
-            websocket,
-            settings,
-            factory,
-            None if from_console else call_control,  # a console call has no Twilio call to hang up
-            tokens=tokens,
-            console_tokens=console.access.tokens if from_console and console else None,
-            observers=call_observers,
-            metrics=metrics,
-            latency_book=latency,
-            prewarmer=prewarmer,
-            transfers=None if from_console else transfers,
-        )
-        sessions.add(session)
-        metrics.calls_active.set(len(sessions))
         try:
-            await session.run()
-        finally:
-            sessions.discard(session)
+            await websocket.accept()
+            session = CallSession(
+                websocket,
+                settings,
+                factory,
+                None if from_console else call_control,  # a console call has no Twilio call to hang up
+                tokens=tokens,
+                console_tokens=console.access.tokens if from_console and console else None,
+                observers=[functools.partial(calls.stream_started, line), *call_observers],
+                metrics=metrics,
+                latency_book=latency,
+                prewarmer=prewarmer,
+                transfers=None if from_console else transfers,
+            )
+            sessions.add(session)
             metrics.calls_active.set(len(sessions))
+            try:
+                await session.run()
+            finally:
+                sessions.discard(session)
+                metrics.calls_active.set(len(sessions))
+        finally:
+            admission.stream_ended(line)
 
     @app.get("/health")
     async def health() -> JSONResponse:
         status = "draining" if admission.draining else "ok"
-        return JSONResponse({"status": status, "calls": len(sessions)}, status_code=503 if admission.draining else 200)
+        body = {"status": status, "calls": len(sessions), "server_calls": admission.in_progress}
+        return JSONResponse(body, status_code=503 if admission.draining else 200)
 
     @app.get("/stats")
     async def stats() -> JSONResponse:

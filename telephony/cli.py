@@ -66,9 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         metavar="N",
-        help=f"worker processes sharing the calls (env VOICEBOT_WORKERS; default one per core, at most {MAX_WORKERS}); "
-        "worker n also listens on port+1+n for the streams it pre-warmed (deploy/nginx/voicebot.conf)",
+        help=f"worker processes, one per core you want used (env VOICEBOT_WORKERS; default 1; 0: one per core, at "
+        f"most {MAX_WORKERS}); with more than one, serve runs nginx in front to keep each call on one worker "
+        "(VOICEBOT_PROXY=external: your own proxy, deploy/nginx/voicebot.conf)",
     )
+    serve.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # started by the supervisor
     serve.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)  # a worker's shared socket, from its supervisor
     call = commands.add_parser("call", help="dial a number and connect the answered call to the bot")
     call.add_argument("to", help="number to call, E.164 (+15551234567), or a client:/sip: address")
@@ -103,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    if getattr(args, "listen_fd", None) is not None:
+    if getattr(args, "worker", False):
         args.workers = None  # a worker: its supervisor set VOICEBOT_WORKERS and VOICEBOT_WORKER_INDEX
     try:
         settings = load_settings()
@@ -113,7 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(settings.log_level, settings.log_format)
     if args.command == "serve":
-        return serve(settings, allow_unsigned=args.allow_unsigned, argv=argv, listen_fd=args.listen_fd)
+        return serve(
+            settings, allow_unsigned=args.allow_unsigned, argv=argv, worker=args.worker, listen_fd=args.listen_fd
+        )
     if args.command == "demo":
         return run_demo_command(settings, args)
     if args.command == "replay":
@@ -263,9 +267,13 @@ def run_demo_command(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def serve(
-    settings: Settings, allow_unsigned: bool = False, argv: Sequence[str] = ("serve",), listen_fd: int | None = None
+    settings: Settings,
+    allow_unsigned: bool = False,
+    argv: Sequence[str] = ("serve",),
+    worker: bool = False,
+    listen_fd: int | None = None,
 ) -> int:
-    """Run the server: in this process, or as a supervisor of ``settings.worker_count`` workers."""
+    """Run the server: in this process, as one worker of several, or as the supervisor of ``worker_count``."""
     import uvicorn
 
     from telephony.app import create_app
@@ -289,21 +297,33 @@ def serve(
         log.warning("PUBLIC_URL is not set: stream URLs will use the Host header of each webhook request")
     if not settings.can_use_rest:
         log.warning("TWILIO_ACCOUNT_SID/TWILIO_AUTH_TOKEN are not set: the bot hangs up by closing the media stream")
-    if listen_fd is None and settings.worker_count > 1:
-        from telephony.operations.workers import run_workers
+    if not worker and settings.worker_count > 1:
+        from telephony.operations.workers import proxy_problem, run_workers
 
+        if problem := proxy_problem(settings, settings.worker_count):
+            print(f"voicebot: {problem}", file=sys.stderr)
+            return 2
         return run_workers(settings, argv, settings.worker_count)
     setup_tracing()
     app = create_app(settings, agent_factory=factory)
     sockets = None
-    if listen_fd is not None:
-        from telephony.operations.workers import listening_sockets, worker_port
+    if worker:
+        from telephony.operations.workers import listening_sockets, worker_host, worker_port
 
         sockets = listening_sockets(settings, listen_fd)
-        own = worker_port(settings, settings.worker_index)
-        log.info("worker %d: on the shared port and on %s:%d", settings.worker_index, settings.host, own)
+        own = f"{worker_host(settings)}:{worker_port(settings, settings.worker_index)}"
+        shared = " and on the port the workers share" if listen_fd is not None else ""
+        log.info("worker %d: listening on %s%s", settings.worker_index, own, shared)
     else:
-        log.info("listening on http://%s:%d (agent %s)", settings.host, settings.port, settings.agent)
+        log.info(
+            "listening on http://%s:%d (agent %s): one process, up to %d calls (VOICEBOT_MAX_CALLS), streams on "
+            "%s; to use more cores, --workers N (README: Scaling out)",
+            settings.host,
+            settings.port,
+            settings.agent,
+            settings.max_calls,
+            STREAM_PATH,
+        )
     log.info("calls will use: %s", agent_description(settings))
     config = uvicorn.Config(
         app,

@@ -20,6 +20,8 @@ TWILIO_HOLD_MUSIC = "https://twimlets.com/holdmusic?Bucket=com.twilio.music.clas
 """Twilio's own hold-music twimlet: what a conference plays while waiting when no waitUrl is given."""
 MAX_WORKERS = 8
 """Cap on worker processes: the shipped nginx config routes /w/0/ to /w/7/ (VOICEBOT_PORT + 1 to + 8)."""
+PROXIES = ("nginx", "external")
+"""Who routes each call's requests to its worker with ``--workers N``: nginx started by ``serve``, or yours."""
 FRAME_MS = 20
 """Twilio sends caller audio in 20 ms frames, so chunk sizes for the model are multiples of it."""
 MODEL_PROVIDERS = ("nova", "openai", "gemini", "local")
@@ -90,9 +92,12 @@ class Settings:
     # Recording every call to disk (off unless a folder is given).
     record_dir: str | None = None
     # Scaling out: worker processes, this replica's own address, the model client's I/O threads.
-    workers: int = 0
-    """0: one worker process per core available, at most MAX_WORKERS (see ``worker_count``)."""
+    workers: int = 1
+    """1: one process (the default: nothing to route). N: N workers behind a proxy. 0: one per core."""
     worker_index: int = 0
+    proxy: str = "nginx"
+    run_dir: str | None = None
+    """Set by ``serve --workers N`` for its workers: the folder where they share the call table and messages."""
     replica_url: str | None = None
     crt_threads: int = 1
     # The browser call console (off unless enabled; then it needs its own secret).
@@ -118,8 +123,6 @@ class Settings:
         """Worker processes ``serve`` runs: VOICEBOT_WORKERS, or one per core this process may use (capped)."""
         if self.workers:
             return self.workers
-        if self.console:
-            return 1  # the console's live state (tickets, event feeds) lives in one process
         try:
             cores = len(os.sched_getaffinity(0))
         except AttributeError:  # not on Linux
@@ -171,6 +174,8 @@ _ENV_NAMES: dict[str, str] = {
     "send_chunk_speaking_ms": "VOICEBOT_SEND_CHUNK_SPEAKING_MS",
     "workers": "VOICEBOT_WORKERS",
     "worker_index": "VOICEBOT_WORKER_INDEX",
+    "proxy": "VOICEBOT_PROXY",
+    "run_dir": "VOICEBOT_RUN_DIR",
     "replica_url": "VOICEBOT_REPLICA_URL",
     "crt_threads": "VOICEBOT_CRT_THREADS",
     "max_calls": "VOICEBOT_MAX_CALLS",
@@ -360,10 +365,10 @@ def validate(settings: Settings) -> None:
             f"VOICEBOT_WORKERS={settings.workers} must be between 1 and {MAX_WORKERS} (0: one per core, "
             f"at most {MAX_WORKERS})"
         )
-    if settings.console and settings.workers > 1:
+    if settings.proxy not in PROXIES:
         raise ConfigError(
-            "VOICEBOT_CONSOLE keeps each console call's live state in one process: run it with VOICEBOT_WORKERS=1 "
-            "(or leave VOICEBOT_WORKERS unset)"
+            f"VOICEBOT_PROXY={settings.proxy!r} is unknown: use nginx (serve starts it in front of the workers) or "
+            "external (you run a proxy with deploy/nginx/voicebot.conf)"
         )
     if settings.workers > 1 and settings.port + settings.workers > 65535:
         raise ConfigError(f"VOICEBOT_PORT={settings.port} leaves no room for the workers' own ports above it")

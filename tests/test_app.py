@@ -54,7 +54,7 @@ async def test_health() -> None:
     app = create_app(TEST_SETTINGS, agent_factory=never_called)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         response = await client.get("/health")
-    assert response.json() == {"status": "ok", "calls": 0}
+    assert response.json() == {"status": "ok", "calls": 0, "server_calls": 0}
 
 
 async def test_characters_xml_cannot_hold_are_dropped_not_echoed_into_broken_twiml() -> None:

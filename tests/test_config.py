@@ -139,10 +139,7 @@ def test_nova_output_rate_reaches_the_model() -> None:
         ({"VOICEBOT_REPLICA_URL": "voicebot-2.internal"}, "VOICEBOT_REPLICA_URL"),
         ({"VOICEBOT_REPLICA_URL": "https://v.example.com/r/2?x=1"}, "no query"),
         ({"VOICEBOT_CRT_THREADS": "-1"}, "VOICEBOT_CRT_THREADS"),
-        (
-            {"VOICEBOT_CONSOLE": "1", "VOICEBOT_CONSOLE_TOKEN": "x" * 20, "VOICEBOT_WORKERS": "2"},
-            "VOICEBOT_WORKERS=1",
-        ),
+        ({"VOICEBOT_WORKERS": "2", "VOICEBOT_PROXY": "haproxy"}, "VOICEBOT_PROXY='haproxy' is unknown"),
     ],
 )
 def test_scaling_settings_are_checked(environ: dict[str, str], names: str) -> None:
@@ -150,11 +147,13 @@ def test_scaling_settings_are_checked(environ: dict[str, str], names: str) -> No
         load_settings(environ)
 
 
-def test_workers_default_to_one_per_core_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_process_by_default_and_zero_means_one_worker_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("os.sched_getaffinity", lambda _: set(range(64)))
-    assert Settings().worker_count == 8
+    assert Settings().worker_count == 1  # the default needs no proxy: /media-stream, every pre-warm used
+    assert load_settings({}).worker_count == 1
+    assert Settings(workers=0).worker_count == 8  # one per core, capped
     monkeypatch.setattr("os.sched_getaffinity", lambda _: {0, 1})
-    assert Settings().worker_count == 2
-    assert Settings(workers=1).worker_count == 1
-    assert Settings(console=True, console_token="x" * 20).worker_count == 1  # the console lives in one process
+    assert load_settings({"VOICEBOT_WORKERS": "0"}).worker_count == 2
+    assert Settings(workers=3).worker_count == 3
+    assert Settings().proxy == "nginx"
     assert load_settings({"VOICEBOT_SEND_CHUNK_MS": "100"}).send_chunk_ms == 100

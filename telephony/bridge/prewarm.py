@@ -111,12 +111,14 @@ class Prewarmer:
             warm.expiry.cancel()
         return warm
 
-    def discard(self, call_sid: str, why: str) -> None:
-        """Give up a pre-warmed agent whose stream will not come."""
+    def discard(self, call_sid: str, why: str, counted: bool = True) -> None:
+        """Give up a pre-warmed agent whose stream will not come (``counted``: as ``discarded``; a stream that
+        started on another worker is counted there, as a miss)."""
         warm = self.take(call_sid)
         if warm is not None:
             log.info("call=%s | pre-warmed agent discarded: %s", call_sid, why)
-            self._outcome("discarded")
+            if counted:
+                self._outcome("discarded")
             task = asyncio.create_task(self._stop(warm), name=f"prewarm-stop:{call_sid}")
             self._stopping.add(task)
             task.add_done_callback(self._stopping.discard)

@@ -41,6 +41,7 @@ from telephony.config import Settings
 from telephony.operations.logs import CallLog
 from telephony.operations.metrics import Metrics
 from telephony.twilio.call_control import (
+    CALL_OVER,
     REST_TIMEOUT_S,
     TransferClient,
     hang_up_with_retries,
@@ -74,7 +75,6 @@ at most 1,000 bytes)."""
 TRANSCRIPT_LINES = 200
 MAX_DIAL_TIME_LIMIT_S = 14400
 """Twilio's ceiling (and default) for ``<Dial timeLimit>``: four hours."""
-CALL_OVER = {"completed", "busy", "failed", "no-answer", "canceled"}
 PERSON_OUTCOMES = {
     "busy": ("busy", "their line was busy"),
     "no-answer": ("no_answer", "nobody answered"),

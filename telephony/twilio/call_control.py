@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 # The SDK imports its Calls API on first use of ``client.calls`` (about 0.5 s of module loading). Importing it
 # here, at start-up, keeps that off the event loop in the middle of the first hang-up or transfer.
 
+CALL_OVER = frozenset({"completed", "busy", "failed", "no-answer", "canceled"})
+"""Twilio's ``CallStatus`` values for a call that has ended (status callbacks, call resources)."""
 ALREADY_ENDED_CODES = {20404, 21220}
 """20404: resource not found; 21220: call is not in-progress. Both mean the call is already over."""
 REST_TIMEOUT_S = 5.0

@@ -5,8 +5,8 @@ the call's agent at once (pre-warm). The stream arrives about a second later on 
 so the TwiML's ``<Stream url>`` names that same process:
 
 - one process: ``wss://PUBLIC/media-stream``;
-- ``--workers N``: worker *i*'s streams use ``wss://PUBLIC/w/<i>/media-stream``, and a proxy
-  (``deploy/nginx/voicebot.conf``) routes ``/w/<i>/`` to that worker's own port;
+- ``--workers N``: worker *i*'s streams use ``wss://PUBLIC/w/<i>/media-stream`` (and its status callbacks
+  ``/w/<i>/status/...``), and the proxy (``telephony.operations.nginx``) routes ``/w/<i>/`` to that worker;
 - many replicas: ``VOICEBOT_REPLICA_URL`` is this replica's own public base (a per-pod Ingress path,
   say ``https://voice.example.com/replicas/voicebot-2``), and the stream URL is built on it.
 
@@ -21,7 +21,7 @@ import socket
 from urllib.parse import urlsplit
 
 from telephony.config import Settings
-from telephony.twilio.security import websocket_url
+from telephony.twilio.security import public_url_for, websocket_url
 
 STREAM_PATH = "/media-stream"
 WORKER_PREFIX = "/w/{index}"
@@ -45,6 +45,15 @@ def stream_url(settings: Settings, request_host: str | None = None) -> str:
     if base:
         return websocket_url(base, stream_path(settings))  # ws:// only for an http:// base (local tools)
     return f"wss://{request_host or f'{settings.host}:{settings.port}'}{stream_path(settings)}"
+
+
+def callback_url(settings: Settings, kind: str) -> str | None:
+    """Where Twilio posts ``kind`` status callbacks for calls this process handed out (None: no public URL).
+
+    Under this replica's base and this worker's path, like the stream URL: a warm transfer's callbacks
+    must reach the worker that holds the transfer."""
+    base = settings.replica_url or settings.public_url
+    return public_url_for(base, f"{worker_prefix(settings)}/status/{kind}") if base else None
 
 
 def instance_name(settings: Settings) -> str:

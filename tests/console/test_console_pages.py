@@ -30,6 +30,9 @@ from .test_console_browser import (
     wait_for_stats,
     write_microphone_wav,
 )
+from .test_console_browser import pytestmark as needs_chromium
+
+pytestmark = needs_chromium  # like test_console_browser.py: Debian's Chromium or skip, never Playwright's download
 
 axe_api = pytest.importorskip(
     "axe_playwright_python.async_playwright", reason="`uv sync` installs axe-playwright-python"

@@ -1,9 +1,11 @@
-"""`voicebot serve --workers 2` behind Debian's nginx with the shipped deploy/nginx/voicebot.conf.
+"""`voicebot serve --workers 2` as users run it: nginx started by serve itself in front (the default), or
+behind Debian's nginx with the shipped deploy/nginx/voicebot.conf (``VOICEBOT_PROXY=external``).
 
 Real processes end to end: the supervisor and its workers, nginx, simulated Twilio callers that sign
-their webhooks and stream upgrades. Checked: every stream reaches the worker that pre-warmed its agent
-(pre-warm hits only), a stream that lands on another worker starts cold and still talks (a miss, logged
-and counted), /metrics through nginx sums both workers, and SIGTERM drains both workers together.
+their webhooks and stream upgrades. Checked: everything goes to the one public port, every stream reaches
+the worker that pre-warmed its agent (pre-warm hits only); a stream that lands on another worker starts
+cold and still talks (a miss, logged and counted), and the worker that pre-warmed it stops that agent at
+once; /metrics sums both workers; SIGTERM drains both workers together.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from telephony.operations.nginx import SHIPPED, shipped_config
 from telephony.simulation.caller import SimulatedCaller, StreamTarget, answer, twilio_signature
 from telephony.simulation.local_nginx import local_nginx, nginx_binary
 
+from ..waiting import until
 from .server_process import wait_until_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,10 +35,15 @@ PUBLIC = "https://voice.example.com"
 TOKEN = "test-auth-token-for-workers"
 ACCOUNT = "AC" + "5" * 32
 
-pytestmark = pytest.mark.skipif(
+needs_nginx = pytest.mark.skipif(
     nginx_binary() is None,
     reason="nginx is not installed: `apt-get install nginx-light` (Debian's package; .ci/run installs it)",
 )
+
+
+def test_the_shipped_nginx_config_is_what_serve_renders() -> None:
+    """One renderer for both (telephony.operations.nginx): the file a user copies cannot drift from it."""
+    assert SHIPPED.read_text() == shipped_config(), "regenerate deploy/nginx/voicebot.conf from shipped_config()"
 
 
 def free_ports(count: int) -> int:
@@ -66,7 +75,8 @@ def metric(text: str, name: str, **labels: str) -> float:
 
 
 @asynccontextmanager
-async def workers(base: int, **env: str) -> AsyncIterator[asyncio.subprocess.Process]:
+async def workers(base: int, log: Path, **env: str) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``voicebot serve --workers 2`` on ``base`` (its nginx, or ``VOICEBOT_PROXY=external``), logging to ``log``."""
     environment = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -80,12 +90,13 @@ async def workers(base: int, **env: str) -> AsyncIterator[asyncio.subprocess.Pro
         **env,
     }
     environment.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "telephony.cli", "serve", "--workers", "2",
-        "--agent", "tests.fakes.turns:turn_taking_agent", cwd=ROOT, env=environment,
-    )  # fmt: skip
+    with log.open("wb") as output:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "telephony.cli", "serve", "--workers", "2",
+            "--agent", "tests.fakes.turns:turn_taking_agent", cwd=ROOT, env=environment, stdout=output, stderr=output,
+        )  # fmt: skip
     try:
-        for port in (base + 1, base + 2):  # each worker's own port: both workers are up
+        for port in (base + 1, base + 2, base):  # each worker's own port, then the public one
             await wait_until_healthy(process, f"http://127.0.0.1:{port}/health")
         yield process
     finally:
@@ -131,50 +142,84 @@ async def settled_metrics(base: str, calls: int, timeout: float = 15.0) -> str:
             await asyncio.sleep(0.2)
 
 
-async def test_streams_reach_the_worker_that_prewarmed_them_through_nginx(tmp_path: Path) -> None:
+async def one_call(call: SimulatedCaller) -> int:
+    async with call:
+        return await talk(call)
+
+
+@needs_nginx
+async def test_serve_runs_nginx_itself_and_every_stream_reaches_its_worker(tmp_path: Path) -> None:
+    """The README's set-up: one public port (ngrok's), ``--workers 2``, no proxy of one's own."""
+    base = free_ports(3)
+    async with workers(base, tmp_path / "serve.log") as supervisor:
+        public = f"http://127.0.0.1:{base}"
+        sids = [f"CA{index:032x}" for index in range(6)]
+        targets = await asyncio.gather(*(webhook(public, sid) for sid in sids))
+        assert sorted(worker_of(t) for t in targets) == [0, 0, 0, 1, 1, 1]  # nginx spreads the webhooks
+        calls = [
+            caller(t.url.replace("wss://voice.example.com", f"ws://127.0.0.1:{base}"), t.url, sid, t)
+            for t, sid in zip(targets, sids, strict=True)
+        ]
+        heard = await asyncio.gather(*(one_call(call) for call in calls))
+        assert all(frames > 0 for frames in heard), heard
+
+        # A stream that reaches the other worker (straight to its own port): cold, but it talks, and the
+        # worker that pre-warmed the agent stops it at once instead of holding a model connection for its TTL.
+        stray_sid = "CA" + "e" * 32
+        target = await webhook(f"http://127.0.0.1:{base + 1}", stray_sid)
+        assert worker_of(target) == 0
+        stray = caller(f"ws://127.0.0.1:{base + 2}/w/0/media-stream", target.url, stray_sid, target)
+        async with stray:
+            assert await talk(stray) > 0
+        log = tmp_path / "serve.log"
+        moved = f"call={stray_sid} | pre-warmed agent discarded: its stream started on worker 1"
+        await until(lambda: moved in log.read_text(), timeout=10)
+
+        text = await settled_metrics(public, calls=7)  # figures are written as calls end
+        assert metric(text, "voicebot_prewarm_total", outcome="hit") == 6
+        assert metric(text, "voicebot_prewarm_total", outcome="miss") == 1
+        assert metric(text, "voicebot_prewarm_total", outcome="discarded") == 0  # counted once, as the miss
+        assert metric(text, "voicebot_calls_total") == 7  # both workers' calls, whichever answered the scrape
+        assert metric(text, "voicebot_calls_active") == 0
+        supervisor.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(supervisor.wait(), 30) == 0
+    with socket.socket() as probe:  # nginx stopped with the server: nothing listens on the public port
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the callers' closed connections linger
+        probe.bind(("127.0.0.1", base))
+
+
+@needs_nginx
+async def test_your_own_nginx_with_the_shipped_config_in_front(tmp_path: Path) -> None:
+    """``VOICEBOT_PROXY=external``: the workers share VOICEBOT_PORT, the shipped config routes /w/<n>/."""
     base, front = free_ports(3), free_ports(1)
-    async with workers(base) as supervisor, local_nginx(tmp_path / "nginx", front, base):
+    async with (
+        workers(base, tmp_path / "serve.log", VOICEBOT_PROXY="external"),
+        local_nginx(tmp_path / "nginx", front, base),
+    ):
         # Webhooks through nginx (any worker) and straight to each worker's own port (both surely used).
         servers = [f"http://127.0.0.1:{front}"] * 2 + [f"http://127.0.0.1:{base + 1 + n % 2}" for n in range(4)]
         sids = [f"CA{index:032x}" for index in range(len(servers))]
         targets = await asyncio.gather(*(webhook(server, sid) for server, sid in zip(servers, sids, strict=True)))
         assert [worker_of(t) for t in targets[2:]] == [0, 1, 0, 1]
-
         calls = [
             caller(t.url.replace("wss://voice.example.com", f"ws://127.0.0.1:{front}"), t.url, sid, t)
             for t, sid in zip(targets, sids, strict=True)
         ]
-
-        async def one(call: SimulatedCaller) -> int:
-            async with call:
-                return await talk(call)
-
-        heard = await asyncio.gather(*(one(call) for call in calls))
+        heard = await asyncio.gather(*(one_call(call) for call in calls))
         assert all(frames > 0 for frames in heard), heard
-
-        # A stream that lands on the other worker (a proxy that lost worker 0 keeps the path): cold, but it talks.
-        target = await webhook(f"http://127.0.0.1:{base + 1}", "CA" + "e" * 32)
-        assert worker_of(target) == 0
-        stray = caller(f"ws://127.0.0.1:{base + 2}/w/0/media-stream", target.url, "CA" + "e" * 32, target)
-        async with stray:
-            assert await talk(stray) > 0
-
-        text = await settled_metrics(f"http://127.0.0.1:{front}", calls=7)  # figures are written as calls end
+        text = await settled_metrics(f"http://127.0.0.1:{front}", calls=6)
         assert metric(text, "voicebot_prewarm_total", outcome="hit") == 6
-        assert metric(text, "voicebot_prewarm_total", outcome="miss") == 1
-        assert metric(text, "voicebot_calls_total") == 7  # both workers' calls, whichever answered the scrape
-        assert metric(text, "voicebot_calls_active") == 0
-        supervisor.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(supervisor.wait(), 30) == 0
+        assert metric(text, "voicebot_prewarm_total", outcome="miss") == 0
 
 
+@needs_nginx
 async def test_sigterm_drains_every_worker_together(tmp_path: Path) -> None:
-    base, front = free_ports(3), free_ports(1)
+    base = free_ports(3)
     env = {"VOICEBOT_SHUTDOWN_GRACE": "1", "VOICEBOT_WRAP_UP_SECONDS": "3"}
-    async with workers(base, **env) as supervisor, local_nginx(tmp_path / "nginx", front, base):
+    async with workers(base, tmp_path / "serve.log", **env) as supervisor:
         targets = [await webhook(f"http://127.0.0.1:{base + 1 + n}", f"CA{n + 1:032x}") for n in range(2)]
         calls = [
-            caller(f"ws://127.0.0.1:{front}/w/{n}/media-stream", t.url, f"CA{n + 1:032x}", t)
+            caller(f"ws://127.0.0.1:{base}/w/{n}/media-stream", t.url, f"CA{n + 1:032x}", t)
             for n, t in enumerate(targets)
         ]
         async with calls[0], calls[1]:
@@ -185,7 +230,7 @@ async def test_sigterm_drains_every_worker_together(tmp_path: Path) -> None:
             supervisor.send_signal(signal.SIGTERM)
             await asyncio.sleep(0.5)
             async with httpx.AsyncClient() as client:
-                for port in (base + 1, base + 2, front):  # each worker, and whichever nginx reaches
+                for port in (base + 1, base + 2, base):  # each worker, and whichever nginx reaches
                     assert (await client.get(f"http://127.0.0.1:{port}/health")).status_code == 503
             for call in calls:
                 await call.wait_closed(15)  # ended by the server after the grace and the wrap-up

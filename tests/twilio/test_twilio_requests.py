@@ -188,3 +188,35 @@ async def test_an_outbound_call_token_is_bound_to_its_dial_id() -> None:
             await other.connect()
             await other.wait_closed(3)
         assert len(h.models) == 1
+
+
+def test_serve_runs_one_process_by_default_and_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path, capsys) -> None:
+    """No flags, no VOICEBOT_WORKERS: one process on VOICEBOT_PORT, streams on /media-stream, the whole limit."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VOICEBOT_WORKERS", raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda _: {0, 1, 2, 3})  # however many cores there are
+    served: list[object] = []
+    monkeypatch.setattr(
+        "telephony.operations.shutdown.DrainingServer.run", lambda self, sockets=None: served.append(sockets)
+    )
+    monkeypatch.setattr("telephony.operations.workers.run_workers", lambda *_: pytest.fail("started workers"))
+    assert main(["serve"]) == 0  # the start-up log goes to stderr (telephony.operations.logs)
+    assert served == [None]  # uvicorn binds VOICEBOT_PORT itself: no supervisor, no proxy
+    assert "one process, up to 50 calls (VOICEBOT_MAX_CALLS), streams on /media-stream" in capsys.readouterr().err
+
+
+def test_serve_with_workers_refuses_without_a_proxy_and_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, capsys
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("telephony.operations.nginx.nginx_binary", lambda: None)
+    monkeypatch.setattr("telephony.operations.workers.run_workers", lambda *_: pytest.fail("started workers"))
+    assert main(["serve", "--workers", "2"]) == 2
+    error = capsys.readouterr().err
+    assert "--workers 2 needs a proxy" in error and "apt-get install nginx-light" in error
+    assert "VOICEBOT_PROXY=external" in error and "--workers 1" in error
+    started: list[int] = []
+    monkeypatch.setattr("telephony.operations.workers.run_workers", lambda _s, _a, count: started.append(count) or 0)
+    monkeypatch.setenv("VOICEBOT_PROXY", "external")  # your own proxy in front: nothing to install here
+    assert main(["serve", "--workers", "2"]) == 0
+    assert started == [2]
