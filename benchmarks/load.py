@@ -41,7 +41,8 @@ sys.path.insert(0, str(ROOT))
 import websockets  # noqa: E402
 
 from telephony.codec import pcm16_to_ulaw  # noqa: E402
-from telephony.simulation.caller import answer  # noqa: E402
+from telephony.simulation.caller import AnswerError, StreamTarget, parse_stream, twilio_signature  # noqa: E402
+from telephony.twilio.security import public_url_for  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SPEECH = pcm16_to_ulaw((0.3 * 32767 * np.sin(2 * math.pi * 300 * np.arange(8000) / 8000)).astype("<i2").tobytes())
@@ -53,10 +54,15 @@ FRAMES = {chunk: base64.b64encode(chunk).decode() for audio in (SPEECH, SILENCE)
 @dataclass
 class CallerResult:
     first_audio_s: float | None = None
+    """Stream opened -> first bot frame received (what the caller waited to hear the bot)."""
     late_frames: int = 0
     frames: int = 0
     error: str | None = None
     barge_ins_tried: int = 0
+    busy: bool = False
+    """The webhook answered TwiML without a stream (the "all our lines are busy" message)."""
+    frames_heard: int = 0
+    """Bot frames received over the whole call."""
 
 
 @dataclass
@@ -75,6 +81,24 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_port_run(count: int) -> int:
+    """A free port with the ``count - 1`` ports above it free too (the workers' own ports)."""
+    for _ in range(100):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = int(probe.getsockname()[1])
+        if base + count >= 65535:
+            continue
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no run of free ports")
+
+
 def proc_cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
@@ -83,6 +107,30 @@ def proc_cpu_seconds(pid: int) -> float:
 def proc_rss_mb(pid: int) -> float:
     match = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
     return int(match.group(1)) / 1024 if match else 0.0
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every descendant still running (a supervisor, its workers, the nginx it runs, ...)."""
+    found, queue = [], [pid]
+    while queue:
+        each = queue.pop()
+        if not Path(f"/proc/{each}").exists():
+            continue
+        found.append(each)
+        for task in Path(f"/proc/{each}/task").glob("*"):
+            try:
+                queue += [int(child) for child in (task / "children").read_text().split()]
+            except OSError:
+                pass
+    return found
+
+
+def process_name(pid: int) -> str:
+    """The executable's name (``nginx``, ``python3.12``, ...); empty once the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 FAKE_AGENT = "tests.fakes.turns:turn_taking_agent"
@@ -132,8 +180,16 @@ class LightCaller:
     telephony.simulation.caller.SimulatedCaller; this one keeps no per-frame records.)
     """
 
-    def __init__(self, url: str, call_sid: str, stream_sid: str, parameters: dict[str, str]) -> None:
+    def __init__(
+        self,
+        url: str,
+        call_sid: str,
+        stream_sid: str,
+        parameters: dict[str, str],
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.url, self.call_sid, self.stream_sid, self.parameters = url, call_sid, stream_sid, parameters
+        self.headers = headers or {}
         self.sequence = 0
         self.playout_end = 0.0
         self.pending: dict[str, asyncio.TimerHandle] = {}
@@ -143,7 +199,7 @@ class LightCaller:
         self.frames_received = 0
 
     async def __aenter__(self) -> LightCaller:
-        self.ws = await websockets.connect(self.url, compression=None, max_size=2**20)
+        self.ws = await websockets.connect(self.url, compression=None, max_size=2**20, additional_headers=self.headers)
         self.opened = time.monotonic()
         self.reader = asyncio.create_task(self._read())
         return self
@@ -224,12 +280,55 @@ async def speak(caller: LightCaller, audio: bytes, result: CallerResult) -> None
         )
 
 
-async def one_call(base: str, index: int, seconds: float, result: CallerResult) -> None:
+ACCOUNT_SID = "AC" + "0" * 32
+
+
+async def webhook(
+    base: str, form: dict[str, str], auth_token: str | None = None, public_url: str | None = None
+) -> StreamTarget | None:
+    """POST Twilio's voice webhook to ``base``/twiml (signed over ``public_url``/twiml when a token is given).
+
+    Returns the ``<Connect><Stream>`` it answered, or None when the server turned the call away (TwiML that
+    says the busy message and hangs up instead of connecting a stream)."""
+    headers = {}
+    if auth_token:
+        signed = public_url_for(public_url, "/twiml") if public_url else base.rstrip("/") + "/twiml"
+        headers["X-Twilio-Signature"] = twilio_signature(auth_token, signed, form)
+    async with httpx.AsyncClient(timeout=30) as client:
+        response = await client.post(base.rstrip("/") + "/twiml", data=form, headers=headers)
+    if response.status_code != 200:
+        raise AnswerError(f"{base}/twiml answered HTTP {response.status_code}")
+    if "<Stream" not in response.text and "<Say" in response.text:
+        return None
+    return parse_stream(response.text)
+
+
+async def one_call(
+    base: str,
+    index: int,
+    seconds: float,
+    result: CallerResult,
+    auth_token: str | None = None,
+    public_url: str | None = None,
+) -> None:
+    """One call as Twilio makes it: webhook, the stream a second later, speech, barge-ins, hang-up.
+
+    With ``auth_token`` (and the server's ``public_url``) the webhook and the stream upgrade are signed as
+    Twilio signs them, and the stream goes to ``base`` with the path the TwiML named."""
     call_sid = f"CA{index:032x}"
-    target = await answer(base, {"CallSid": call_sid, "From": "+15550000000", "To": "+15551111111"})
+    form = {"CallSid": call_sid, "AccountSid": ACCOUNT_SID, "From": "+15550000000", "To": "+15551111111"}
+    target = await webhook(base, form, auth_token, public_url)
+    if target is None:
+        result.busy = True
+        return
     await asyncio.sleep(1.0)  # Twilio opens the stream about a second after the webhook
-    url = target.url.replace("wss://", "ws://", 1)
-    async with LightCaller(url, call_sid, f"MZ{index:032x}", target.parameters) as caller:
+    headers = {}
+    if auth_token:
+        headers["X-Twilio-Signature"] = twilio_signature(auth_token, target.url, {})
+        url = "ws://" + base.split("://", 1)[1].rstrip("/") + "/" + target.url.split("://", 1)[1].split("/", 1)[1]
+    else:
+        url = target.url.replace("wss://", "ws://", 1)
+    async with LightCaller(url, call_sid, f"MZ{index:032x}", target.parameters, headers) as caller:
         await caller.connect()
         await speak(caller, SILENCE + SILENCE[:4000], result)  # hear the greeting out (1.5 s)
         turn = 0
@@ -243,6 +342,7 @@ async def one_call(base: str, index: int, seconds: float, result: CallerResult) 
                 result.barge_ins_tried += 1
             await speak(caller, SILENCE * 3, result)  # listen to the answer (3 s)
         result.first_audio_s = caller.first_media
+        result.frames_heard = caller.frames_received
         if not caller.closed.is_set():
             await caller.stop()
 

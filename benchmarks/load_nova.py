@@ -11,16 +11,17 @@ shared machine falls on all of them alike):
   commit), to compare with the code as it was.
 
 One worker: the server is pinned to CPU 0 and the callers and the local Nova to CPU 1. Two workers:
-``voicebot serve --workers 2`` behind Debian's nginx with ``deploy/nginx/voicebot.conf`` (webhooks to
-any worker, each stream to the worker that pre-warmed it), nothing pinned: the callers, the local Nova
-and nginx share the two cores with the workers. The callers are load.py's (webhook first, the stream a
+``voicebot serve --workers 2``, which runs Debian's nginx itself on ``VOICEBOT_PORT`` (the routing of
+``deploy/nginx/voicebot.conf``: webhooks to any worker, each stream to the worker that pre-warmed it);
+everything goes to ``VOICEBOT_PORT``, nothing pinned: the callers, the local Nova and nginx share the
+two cores with the workers. The callers are load.py's (webhook first, the stream a
 second later, speech and pauses at real time, every third turn a barge-in, then a hang-up).
 
-Printed per variant and load: server CPU per call (% of one core; with workers, each worker's CPU over
-the calls it carried), RSS per call, the bridge's p50/p99 latencies (frame->send: the frame that
-completes a chunk to send done; caller audio->model: the oldest frame of a chunk to send done, the
-chunking hold included; audio->frame; barge-in->clear), the pre-warm hit rate, the local Nova's and
-nginx's CPU, errors. Only 127.0.0.1 is contacted.
+Printed per variant and load: server CPU per call (% of one core, the supervisor's and workers'
+processes; with workers, also each worker's CPU over the calls it carried), RSS per call, the bridge's
+p50/p99 latencies (frame->send: the frame that completes a chunk to send done; caller audio->model: the
+oldest frame of a chunk to send done, the chunking hold included; audio->frame; barge-in->clear), the
+pre-warm hit rate, the local Nova's and nginx's CPU, errors. Only 127.0.0.1 is contacted.
 
     uv run python benchmarks/load_nova.py [--calls 10 40] [--seconds 40] [--rounds 2]
         [--variants fake nova-20 nova-60/40] [--workers 1 2] [--baseline DIR]
@@ -46,12 +47,21 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load import CallerResult, free_port, metric_total, one_call, proc_cpu_seconds, proc_rss_mb
+from load import (
+    CallerResult,
+    free_port_run,
+    metric_total,
+    one_call,
+    proc_cpu_seconds,
+    proc_rss_mb,
+    process_name,
+    process_tree,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from telephony.simulation.local_nginx import local_nginx, nginx_binary  # noqa: E402
+from telephony.operations.nginx import nginx_binary  # noqa: E402
 
 FAKE_AGENT = "tests.fakes.turns:turn_taking_agent"
 NOVA_AGENT = "agent.factory:create_agent"
@@ -126,13 +136,6 @@ async def local_nova(folder: Path, cpus: set[int]) -> AsyncIterator[tuple[str, P
         await process.wait()
 
 
-def children(pid: int) -> list[int]:
-    try:
-        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
 @asynccontextmanager
 async def server(
     spec: Variant, port: int, workers: int, nova: tuple[str, Path] | None, cpus: set[int] | None, log_path: Path
@@ -163,9 +166,9 @@ async def server(
         cwd=spec.tree, env=env, preexec_fn=pin, stderr=log,
     )  # fmt: skip
     try:
-        ports = [port + 1 + n for n in range(workers)] if workers > 1 else [port]
+        ports = [port + 1 + n for n in range(workers)] + [port] if workers > 1 else [port]
         async with httpx.AsyncClient() as client:
-            for each in ports:
+            for each in ports:  # each worker's own port, then the nginx that serve runs in front
                 for _ in range(1200):
                     try:
                         if (await client.get(f"http://127.0.0.1:{each}/health")).status_code == 200:
@@ -192,7 +195,7 @@ async def server(
 
 async def run(spec: Variant, calls: int, workers: int, seconds: float, folder: Path) -> Result:
     result = Result(spec.name, workers, calls)
-    port = free_port()
+    port = free_port_run(workers + 1)  # VOICEBOT_PORT and the workers' own ports above it
     cores = os.cpu_count() or 1
     serve_cpus = {0} if workers == 1 and cores > 1 else None
     side_cpus = {1} if workers == 1 and cores > 1 else set(range(cores))
@@ -204,16 +207,13 @@ async def run(spec: Variant, calls: int, workers: int, seconds: float, folder: P
             endpoint, ca, nova_pid = await stack.enter_async_context(local_nova(folder, side_cpus))
             nova = (endpoint, ca)
         process = await stack.enter_async_context(server(spec, port, workers, nova, serve_cpus, folder / "server.log"))
-        nginx_pid = None
-        base = f"http://127.0.0.1:{port}"
-        if workers > 1:
-            front = free_port()
-            nginx = await stack.enter_async_context(local_nginx(folder / f"nginx-{port}", front, port))
-            nginx_pid = nginx.pid
-            base = f"http://127.0.0.1:{front}"
+        base = f"http://127.0.0.1:{port}"  # one process, or the nginx `serve --workers N` runs in front
         await asyncio.sleep(0.5)
-        worker_pids = children(process.pid) if workers > 1 else [process.pid]
-        idle_rss = sum(proc_rss_mb(pid) for pid in worker_pids)
+        tree = process_tree(process.pid)
+        nginx_pids = [pid for pid in tree if process_name(pid) == "nginx"]
+        worker_pids = sorted(pid for pid in tree if pid not in nginx_pids and (workers == 1 or pid != process.pid))
+        server_pids = [pid for pid in tree if pid not in nginx_pids]  # the workers and their supervisor
+        idle_rss = sum(proc_rss_mb(pid) for pid in server_pids)
         results = [CallerResult() for _ in range(calls)]
 
         async def staggered(index: int) -> None:
@@ -225,18 +225,17 @@ async def run(spec: Variant, calls: int, workers: int, seconds: float, folder: P
 
         tasks = [asyncio.create_task(staggered(index)) for index in range(calls)]
         await asyncio.sleep(SETTLE_S)
-        nginx_pids = [nginx_pid, *children(nginx_pid)] if nginx_pid else []
-        watched = [*worker_pids, *nginx_pids, *(p for p in (nova_pid,) if p)]
+        watched = [*server_pids, *nginx_pids, *(p for p in (nova_pid,) if p)]
         before = {pid: proc_cpu_seconds(pid) for pid in watched}
         started = time.monotonic()
         await asyncio.sleep(max(1.0, seconds - SETTLE_S))
         elapsed = time.monotonic() - started
         used = {pid: (proc_cpu_seconds(pid) - before[pid]) / elapsed * 100 for pid in watched}
-        rss = sum(proc_rss_mb(pid) for pid in worker_pids)
+        rss = sum(proc_rss_mb(pid) for pid in server_pids)
         await asyncio.gather(*tasks)
         await asyncio.sleep(1.0)
         stats, metrics = await read_figures(port, workers)
-    result.cpu_per_call = sum(used[pid] for pid in worker_pids) / calls
+    result.cpu_per_call = sum(used[pid] for pid in server_pids) / calls
     result.rss_per_call = (rss - idle_rss) / calls
     result.calls_per_worker = [int(s.get("handled", 0)) for s in stats]
     if workers > 1:
@@ -333,7 +332,7 @@ async def main_async(args: argparse.Namespace) -> None:
     print(
         f"{args.seconds:.0f} s per run, CPU over the last {args.seconds - SETTLE_S:.0f} s, {args.rounds} round(s) "
         "interleaved, medians over rounds; 1 worker: server on CPU 0, callers + local Nova on CPU 1; 2 workers: "
-        "behind nginx, nothing pinned. CPU in % of one core; latencies p50 / p99 ms (worst worker)\n"
+        "the nginx serve runs in front, nothing pinned. CPU in % of one core; latencies p50 / p99 ms (worst worker)\n"
     )
     if 2 in args.workers and nginx_binary() is None:
         raise SystemExit("2 workers need nginx: apt-get install nginx-light")

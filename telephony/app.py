@@ -83,7 +83,15 @@ def create_app(
     factory = with_settings(agent_factory or load_agent_factory(settings.agent), settings)
     if call_control is None and settings.can_use_rest:
         assert settings.twilio_account_sid and settings.twilio_auth_token
-        call_control = TwilioCallControl(settings.twilio_account_sid, settings.twilio_auth_token)
+        call_control = TwilioCallControl(
+            settings.twilio_account_sid, settings.twilio_auth_token, api_url=settings.twilio_api_url
+        )
+        if settings.twilio_api_url:
+            log.warning(
+                "VOICEBOT_TWILIO_API_URL is set: Twilio REST requests go to %s, not Twilio (for local mocks and "
+                "tests only)",
+                settings.twilio_api_url,
+            )
     if tokens is None and settings.verifies_twilio:
         tokens = CallTokens(token_secret(settings.twilio_auth_token, settings.token_secret), settings.call_token_ttl_s)
     if not settings.verifies_twilio:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from twilio.base.exceptions import TwilioRestException
+from twilio.rest import Client
 
 from telephony.app import STREAM_PATH
 from telephony.bridge.agent_factory import AgentFactoryError, load_agent_factory
@@ -154,6 +155,14 @@ def require_account(settings: Settings, command: str) -> tuple[str, str, str]:
     return settings.twilio_account_sid, settings.twilio_auth_token, settings.public_url
 
 
+def twilio_client(settings: Settings, account_sid: str, auth_token: str) -> Client:
+    """``rest_client`` for ``call`` and ``setup``: Twilio's API, or VOICEBOT_TWILIO_API_URL's (local mocks, tests)."""
+    if not settings.twilio_api_url:
+        return rest_client(account_sid, auth_token)
+    log.warning("VOICEBOT_TWILIO_API_URL is set: Twilio REST requests go to %s, not Twilio", settings.twilio_api_url)
+    return rest_client(account_sid, auth_token, api_url=settings.twilio_api_url)
+
+
 async def dial(
     settings: Settings, to: str, from_: str | None, parameters: dict[str, str], machine_detection: bool
 ) -> int:
@@ -172,7 +181,7 @@ async def dial(
         DIAL_PARAMETER: dial_id,
         PARAMETER_NAME: tokens.mint(f"dial:{dial_id}"),
     }
-    client = rest_client(account_sid, auth_token)
+    client = twilio_client(settings, account_sid, auth_token)
     try:
         call_sid = await place_call(
             client,
@@ -195,7 +204,7 @@ async def setup(settings: Settings) -> int:
     account_sid, auth_token, public_url = require_account(settings, "setup")
     if not settings.twilio_phone_number:
         raise ConfigError("TWILIO_PHONE_NUMBER is not set: set it to the Twilio number callers dial (+1...)")
-    client = rest_client(account_sid, auth_token)
+    client = twilio_client(settings, account_sid, auth_token)
     try:
         changes = await configure_number(
             client,

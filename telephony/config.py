@@ -43,6 +43,8 @@ class Settings:
     twilio_account_sid: str | None = None
     twilio_auth_token: str | None = field(default=None, repr=False)
     twilio_phone_number: str | None = None
+    twilio_api_url: str | None = None
+    """Where Twilio REST requests go instead of https://api.twilio.com (for local mocks and tests only)."""
     token_secret: str | None = field(default=None, repr=False)
     call_token_ttl_s: float = 120.0
     transfer_to: str | None = None
@@ -146,6 +148,7 @@ _ENV_NAMES: dict[str, str] = {
     "twilio_account_sid": "TWILIO_ACCOUNT_SID",
     "twilio_auth_token": "TWILIO_AUTH_TOKEN",
     "twilio_phone_number": "TWILIO_PHONE_NUMBER",
+    "twilio_api_url": "VOICEBOT_TWILIO_API_URL",
     "token_secret": "VOICEBOT_TOKEN_SECRET",
     "call_token_ttl_s": "VOICEBOT_CALL_TOKEN_TTL",
     "transfer_to": "VOICEBOT_TRANSFER_TO",
@@ -321,6 +324,13 @@ def validate(settings: Settings) -> None:
         raise ConfigError(
             f"TWILIO_PHONE_NUMBER={settings.twilio_phone_number!r} is not in E.164 form: write it like +15551234567"
         )
+    if settings.twilio_api_url is not None:
+        parts = urlsplit(settings.twilio_api_url)
+        if parts.scheme not in ("https", "http") or not parts.netloc or parts.path not in ("", "/") or parts.query:
+            raise ConfigError(
+                f"VOICEBOT_TWILIO_API_URL={settings.twilio_api_url!r} must be a bare http(s) base with no path or "
+                "query, e.g. http://127.0.0.1:4010 (a local Twilio mock; leave it unset to use Twilio)"
+            )
     if settings.transfer_to and not (E164.fullmatch(settings.transfer_to) or settings.transfer_to.startswith("sip:")):
         raise ConfigError(
             f"VOICEBOT_TRANSFER_TO={settings.transfer_to!r} must be an E.164 number (+15551234567) or a sip: URI"

@@ -68,9 +68,9 @@ class Lines:
         with self._transaction() as db:
             if db.execute("SELECT 1 FROM lines WHERE key = ?", (f"reserved:{call_sid}",)).fetchone():
                 return True
-            if db.execute(f"SELECT count(*) FROM lines WHERE {_LIVE}", (now,)).fetchone()[0] >= max_calls:
-                return False
             db.execute(f"DELETE FROM lines WHERE NOT ({_LIVE})", (now,))
+            if _in_use(db) >= max_calls:
+                return False
             db.execute(
                 "INSERT INTO lines VALUES (?, ?, ?, ?, ?)",
                 (f"reserved:{call_sid}", call_sid, self.worker, self._pid, now + ttl_s),
@@ -139,6 +139,19 @@ class Lines:
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
+
+
+def _in_use(db: sqlite3.Connection) -> int:
+    """Lines taken: started streams, plus the calls between webhook and ``start``, each counted once.
+
+    A call whose stream has connected but not yet said ``start`` has both a reservation and an unstarted
+    stream row (which reservation is its own is known only at ``start``), so the two are not added: the
+    larger counts. :meth:`Lines.open_stream` caps the streams themselves, whatever this leaves out."""
+    started, unstarted = db.execute(
+        "SELECT count(call_sid), count(*) - count(call_sid) FROM lines WHERE expires IS NULL"
+    ).fetchone()
+    reserved = db.execute("SELECT count(*) FROM lines WHERE expires IS NOT NULL").fetchone()[0]
+    return int(started) + max(int(unstarted), int(reserved))
 
 
 class _Transaction:

@@ -51,18 +51,30 @@ class TransferClient(CallControlClient, Protocol):
 
 
 class TwilioCallControl:
-    """Hangs up calls over Twilio's REST API with the SDK's asynchronous HTTP client."""
+    """Hangs up calls over Twilio's REST API with the SDK's asynchronous HTTP client.
 
-    def __init__(self, account_sid: str, auth_token: str, http_client: AsyncHttpClient | None = None) -> None:
+    ``api_url`` (VOICEBOT_TWILIO_API_URL) sends its requests to a local mock instead of Twilio (see
+    ``telephony.twilio.rest``); for tests only."""
+
+    def __init__(
+        self,
+        account_sid: str,
+        auth_token: str,
+        http_client: AsyncHttpClient | None = None,
+        api_url: str | None = None,
+    ) -> None:
+        if http_client is not None and api_url is not None:
+            raise ValueError("TwilioCallControl: pass api_url or http_client, not both")
         self._account_sid = account_sid
         self._auth_token = auth_token
         self._http_client = http_client
+        self._api_url = api_url
         self._client: Client | None = None
 
     def _rest(self) -> Client:
         # Built on first use: aiohttp's session must be created inside the running event loop.
         if self._client is None:
-            self._client = rest_client(self._account_sid, self._auth_token, self._http_client)
+            self._client = rest_client(self._account_sid, self._auth_token, self._http_client, api_url=self._api_url)
         return self._client
 
     async def hang_up(self, call_sid: str) -> None:

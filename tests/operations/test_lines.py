@@ -128,3 +128,16 @@ async def test_workers_tell_each_other_and_ignore_malformed_words(
         first.close()
         second.close()
     assert not socket_path(tmp_path, 0).exists()
+
+
+def test_a_stream_between_its_upgrade_and_its_start_does_not_count_twice(tmp_path: Path) -> None:
+    """The benchmark's finding: 49 calls, one of them upgraded but not yet started, read as 50 lines."""
+    first, second = two_workers(tmp_path)
+    assert first.reserve("CA1", max_calls=3, ttl_s=30)
+    assert second.reserve("CA2", max_calls=3, ttl_s=30)
+    key = second.open_stream(max_calls=3)  # CA1's or CA2's stream: which is known at its start
+    assert key is not None
+    assert first.reserve("CA3", max_calls=3, ttl_s=30)  # 3 calls, 3 lines: before the fix, 4 in use
+    assert not first.reserve("CA4", max_calls=3, ttl_s=30)
+    second.start(key, "CA1")
+    assert not first.reserve("CA4", max_calls=3, ttl_s=30)  # still 3: CA1 streaming, CA2 and CA3 reserved

@@ -1,8 +1,9 @@
 """Run the local Nova in its own process (for benchmarks): ``python -m telephony.simulation.local_nova``.
 
 It prints ``LOCAL_NOVA_ENDPOINT=https://127.0.0.1:PORT`` once listening, writes the CA to ``--ca-out``,
-and answers every caller turn and text input with a short tone (``--offline``: the front-desk
-script, heard and spoken for real) until SIGINT/SIGTERM.
+and answers every caller turn and text input with a short tone (``--goodbye-hz``: a turn at that pitch
+gets a goodbye and ``end_conversation``; ``--offline``: the front-desk script, heard and spoken for real)
+until SIGINT/SIGTERM.
 Clients need ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` = that endpoint and ``AWS_CA_BUNDLE`` = the CA file.
 """
 
@@ -15,7 +16,7 @@ import shutil
 import signal
 from pathlib import Path
 
-from .brain import Brain, Reply, ScriptedBrain, Tone
+from .brain import Brain, PitchBrain, Reply, ScriptedBrain, Tone, goodbye_reply
 from .faults import TimeLimits
 from .server import LocalNova
 from .turns import Pacing
@@ -29,12 +30,20 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--speedup", type=float, default=4.0, help="how much faster than real time audio streams")
     parser.add_argument("--time-scale", type=float, default=1.0, help="multiplies the 480 s / 175 s limits")
     parser.add_argument("--offline", action="store_true", help="hear and speak the front-desk script (OfflineBrain)")
+    parser.add_argument(
+        "--goodbye-hz",
+        type=float,
+        help="a caller turn at this pitch gets a goodbye and end_conversation (PitchBrain); other turns the tone",
+    )
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args()
 
 
 async def _serve(arguments: argparse.Namespace) -> None:
-    brain: Brain = ScriptedBrain(default=Reply(text="This is the local Nova.", audio=Tone(arguments.reply_s)))
+    default = Reply(text="This is the local Nova.", audio=Tone(arguments.reply_s))
+    brain: Brain = ScriptedBrain(default=default)
+    if arguments.goodbye_hz:
+        brain = PitchBrain({arguments.goodbye_hz: goodbye_reply()}, default)
     if arguments.offline:
         from .offline_brain import OfflineBrain
 

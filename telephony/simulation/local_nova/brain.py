@@ -16,7 +16,19 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["Brain", "CallerTurn", "Pcm", "Reply", "ScriptedBrain", "Tone", "ToolRequest", "render_audio"]
+__all__ = [
+    "Brain",
+    "CallerTurn",
+    "Pcm",
+    "PitchBrain",
+    "Reply",
+    "ScriptedBrain",
+    "Tone",
+    "ToolRequest",
+    "dominant_hz",
+    "goodbye_reply",
+    "render_audio",
+]
 
 
 @dataclass(frozen=True)
@@ -120,6 +132,51 @@ class ScriptedBrain:
     async def on_tool_result(self, tool_use_id: str, name: str, result: Any) -> Reply | None:
         self.tool_results.append((tool_use_id, name, result))
         return self._tool_results.popleft() if self._tool_results else self.default
+
+
+def dominant_hz(pcm: bytes, sample_rate: int) -> float:
+    """The strongest frequency in ``pcm`` (PCM16 mono): how a tone-speaking caller says what it means."""
+    samples = np.frombuffer(pcm, dtype="<i2").astype(np.float64)
+    if samples.size < 2:
+        return 0.0
+    spectrum = np.abs(np.fft.rfft(samples * np.hanning(samples.size)))
+    return float(np.argmax(spectrum[1:]) + 1) * sample_rate / samples.size
+
+
+class PitchBrain:
+    """Answers each caller turn by its pitch, the same for every call of a server (no shared script).
+
+    Many concurrent calls can each follow their own conversation: a caller that speaks a tone within
+    ``tolerance_hz`` of a key in ``replies`` gets that reply (a goodbye, say), any other turn ``default``.
+    Text inputs (the greeting) get ``default``; tool results get nothing (the model stays quiet after a tool)."""
+
+    def __init__(self, replies: dict[float, Reply], default: Reply, tolerance_hz: float = 40.0) -> None:
+        self._replies = replies
+        self._default = default
+        self._tolerance_hz = tolerance_hz
+
+    async def on_caller_turn(self, turn: CallerTurn) -> Reply | None:
+        hz = dominant_hz(turn.pcm, turn.sample_rate)
+        for key, reply in self._replies.items():
+            if abs(hz - key) <= self._tolerance_hz:
+                return reply
+        return Reply(self._default.text, self._default.audio, f"a {hz:.0f} Hz turn", self._default.tool_uses)
+
+    async def on_text(self, text: str) -> Reply | None:
+        return self._default
+
+    async def on_tool_result(self, tool_use_id: str, name: str, result: Any) -> Reply | None:
+        return None
+
+
+def goodbye_reply(seconds: float = 1.0) -> Reply:
+    """A spoken goodbye followed by the ``end_conversation`` tool (what a model does when the caller is done)."""
+    return Reply(
+        text="Thanks for calling. Goodbye!",
+        audio=Tone(seconds, hz=520.0),
+        heard="goodbye",
+        tool_uses=(ToolRequest("end_conversation", {"reason": "the caller said goodbye"}),),
+    )
 
 
 def render_audio(audio: Tone | Pcm | None, text: str, sample_rate: int) -> bytes:
