@@ -49,7 +49,6 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load import (
     CallerResult,
-    free_port_run,
     metric_total,
     one_call,
     proc_cpu_seconds,
@@ -57,6 +56,8 @@ from load import (
     process_name,
     process_tree,
 )
+
+from telephony.simulation.local_server import free_port_run
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

@@ -67,7 +67,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load import (
     ACCOUNT_SID,
     CallerResult,
-    free_port_run,
     metric_total,
     one_call,
     proc_cpu_seconds,
@@ -75,6 +74,8 @@ from load import (
     process_name,
     process_tree,
 )
+
+from telephony.simulation.local_server import free_port_run
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_URL = "https://voice.example.com"

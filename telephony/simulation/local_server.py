@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -32,3 +33,21 @@ async def serve_app(app: Any, **options: Any) -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await task
+
+
+def free_port_run(count: int) -> int:
+    """A free loopback port with the ``count - 1`` ports above it free too (``serve --workers``'s own ports)."""
+    for _ in range(100):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = int(probe.getsockname()[1])
+        if base + count >= 65535:
+            continue
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no run of free ports")

@@ -26,6 +26,7 @@ import pytest
 from telephony.operations.nginx import SHIPPED, shipped_config
 from telephony.simulation.caller import SimulatedCaller, StreamTarget, answer, twilio_signature
 from telephony.simulation.local_nginx import local_nginx, nginx_binary
+from telephony.simulation.local_server import free_port_run as free_ports
 
 from ..waiting import until
 from .server_process import wait_until_healthy
@@ -44,24 +45,6 @@ needs_nginx = pytest.mark.skipif(
 def test_the_shipped_nginx_config_is_what_serve_renders() -> None:
     """One renderer for both (telephony.operations.nginx): the file a user copies cannot drift from it."""
     assert SHIPPED.read_text() == shipped_config(), "regenerate deploy/nginx/voicebot.conf from shipped_config()"
-
-
-def free_ports(count: int) -> int:
-    """A port with the ``count - 1`` ports above it free too (the workers' own ports)."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + count >= 65535:
-            continue
-        try:
-            for port in range(base, base + count):
-                with socket.socket() as sock:
-                    sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no run of free ports")
 
 
 def metric(text: str, name: str, **labels: str) -> float:
