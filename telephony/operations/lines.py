@@ -19,7 +19,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 LINES_FILE = "lines.sqlite3"
@@ -37,14 +36,6 @@ CREATE TABLE IF NOT EXISTS lines (
 )
 """
 _LIVE = "expires IS NULL OR expires > ?"
-
-
-@dataclass(frozen=True)
-class Holder:
-    """Where a call's line is held: its worker, and whether its stream has started there."""
-
-    worker: int
-    streaming: bool
 
 
 class Lines:
@@ -110,14 +101,6 @@ class Lines:
             row = db.execute("SELECT worker FROM lines WHERE key = ?", (f"reserved:{call_sid}",)).fetchone()
             db.execute("DELETE FROM lines WHERE key = ?", (f"reserved:{call_sid}",))
         return row[0] if row is not None else None
-
-    def holder(self, call_sid: str) -> Holder | None:
-        """Which worker holds ``call_sid``'s line (its stream's, else its reservation's)."""
-        rows = self._db.execute(
-            f"SELECT worker, expires IS NULL FROM lines WHERE call_sid = ? AND ({_LIVE}) ORDER BY expires IS NOT NULL",
-            (call_sid, self._clock()),
-        ).fetchall()
-        return Holder(rows[0][0], bool(rows[0][1])) if rows else None
 
     def forget_process(self, pid: int) -> int:
         """A worker process died: its lines are free again. Returns how many it held."""
