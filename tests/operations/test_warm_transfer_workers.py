@@ -17,14 +17,12 @@ none reaches a worker that does not hold the transfer; ``/metrics`` counts both 
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import signal
-import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -37,8 +35,7 @@ from ..audio import frame_hz
 from ..fakes.twilio import ULAW_SILENCE
 from ..fakes.twilio_calls import FakeCall, FakeTwilio
 from ..waiting import until
-from .server_process import wait_until_healthy
-from .test_workers import free_ports, metric
+from .test_workers import free_ports, metric, workers
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = "https://voice.example.com"
@@ -104,41 +101,22 @@ async def rest_api(twilio: FakeTwilio) -> AsyncIterator[str]:
         await runner.cleanup()
 
 
-@asynccontextmanager
-async def warm_workers(base: int, api_url: str, log: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+def warm_workers(base: int, api_url: str, log: Path) -> AbstractAsyncContextManager[asyncio.subprocess.Process]:
     """``voicebot serve --workers 2`` with warm transfer on, its REST requests to ``api_url``."""
-    environment = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "PUBLIC_URL": PUBLIC,
-        "TWILIO_ACCOUNT_SID": ACCOUNT,
-        "TWILIO_AUTH_TOKEN": TOKEN,
-        "TWILIO_PHONE_NUMBER": OUR_NUMBER,
-        "VOICEBOT_TRANSFER_TO": PERSON_NUMBER,
-        "VOICEBOT_TRANSFER_MODE": "warm",
-        "VOICEBOT_BRIEFING_AGENT": "tests.operations.warm_agents:briefing_agent",
-        "VOICEBOT_TWILIO_API_URL": api_url,
-        "VOICEBOT_HANGUP_GRACE": "0.2",
-        "VOICEBOT_PORT": str(base),
-        "VOICEBOT_LOG_LEVEL": "INFO",
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
-    environment.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    with log.open("wb") as output:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "telephony.cli", "serve", "--workers", "2",
-            "--agent", "tests.operations.warm_agents:caller_agent", cwd=ROOT, env=environment, stdout=output,
-            stderr=output,
-        )  # fmt: skip
-    try:
-        for port in (base + 1, base + 2, base):  # each worker's own port, then the public one
-            await wait_until_healthy(process, f"http://127.0.0.1:{port}/health")
-        yield process
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+    return workers(
+        base,
+        log,
+        agent="tests.operations.warm_agents:caller_agent",
+        TWILIO_ACCOUNT_SID=ACCOUNT,
+        TWILIO_AUTH_TOKEN=TOKEN,
+        TWILIO_PHONE_NUMBER=OUR_NUMBER,
+        VOICEBOT_TRANSFER_TO=PERSON_NUMBER,
+        VOICEBOT_TRANSFER_MODE="warm",
+        VOICEBOT_BRIEFING_AGENT="tests.operations.warm_agents:briefing_agent",
+        VOICEBOT_TWILIO_API_URL=api_url,
+        VOICEBOT_HANGUP_GRACE="0.2",
+        NO_PROXY="127.0.0.1,localhost",
+    )
 
 
 def worker_in(url: str, scheme: str, path: str) -> int:

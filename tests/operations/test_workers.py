@@ -58,8 +58,11 @@ def metric(text: str, name: str, **labels: str) -> float:
 
 
 @asynccontextmanager
-async def workers(base: int, log: Path, **env: str) -> AsyncIterator[asyncio.subprocess.Process]:
-    """``voicebot serve --workers 2`` on ``base`` (its nginx, or ``VOICEBOT_PROXY=external``), logging to ``log``."""
+async def workers(
+    base: int, log: Path, agent: str = "tests.fakes.turns:turn_taking_agent", **env: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``voicebot serve --workers 2 --agent AGENT`` on ``base`` (its nginx, or ``VOICEBOT_PROXY=external``), logging
+    to ``log``; ``env`` adds to or overrides the settings below."""
     environment = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -76,7 +79,7 @@ async def workers(base: int, log: Path, **env: str) -> AsyncIterator[asyncio.sub
     with log.open("wb") as output:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "telephony.cli", "serve", "--workers", "2",
-            "--agent", "tests.fakes.turns:turn_taking_agent", cwd=ROOT, env=environment, stdout=output, stderr=output,
+            "--agent", agent, cwd=ROOT, env=environment, stdout=output, stderr=output,
         )  # fmt: skip
     try:
         for port in (base + 1, base + 2, base):  # each worker's own port, then the public one
