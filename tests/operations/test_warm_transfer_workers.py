@@ -37,7 +37,6 @@ from ..fakes.twilio_calls import FakeCall, FakeTwilio
 from ..waiting import until
 from .test_workers import free_ports, metric, workers
 
-ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = "https://voice.example.com"
 TOKEN = "test-auth-token-for-warm-workers"
 ACCOUNT = "AC" + "7" * 32
