@@ -32,7 +32,7 @@ def create_model(settings: Settings) -> BidiModel:
         return local_model(settings)
     model_id = settings.model_id or DEFAULT_MODEL_IDS[settings.model]
     if settings.model == "nova":
-        from .bedrock_endpoint import BedrockNovaSonicModel
+        from .nova import NovaSonicModel as BedrockNovaSonicModel
 
         audio: Any = {"input": {"sample_rate": NOVA_SAMPLE_RATE}, "output": {"sample_rate": settings.nova_output_rate}}
         voice = settings.voice or "matthew"

@@ -25,7 +25,7 @@ def test_default_agent_is_nova_sonic_at_16khz_with_the_hangup_tool() -> None:
     agent = create_agent(call, Settings(aws_region="eu-north-1", voice="tiffany"))
     assert isinstance(agent, BidiAgent)
     model = agent.model
-    assert type(model).__name__ == "BedrockNovaSonicModel"
+    assert type(model).__name__ == "NovaSonicModel"
     assert model.model_id == "amazon.nova-2-5-sonic" and model.region == "eu-north-1"
     assert model_rates(agent) == (16000, 16000)
     assert "end_conversation" in agent.tool_names
@@ -87,7 +87,7 @@ BRIEF = TransferBrief(
 def test_the_briefing_agent_knows_the_caller_and_can_only_accept_or_decline() -> None:
     call = CallInfo(call_sid="CA2", stream_sid="MZ2", transfer=BRIEF)
     agent = create_briefing_agent(call, Settings())
-    assert type(agent.model).__name__ == "BedrockNovaSonicModel"
+    assert type(agent.model).__name__ == "NovaSonicModel"
     assert set(agent.tool_names) == {"accept_transfer", "decline_transfer"}
     prompt = agent.system_prompt or ""
     assert "Ann wants to move her booking." in prompt and "caller: I need a person" in prompt

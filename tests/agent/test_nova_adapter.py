@@ -18,8 +18,8 @@ from strands.bidi.types import (
     BidiTranscriptStopEvent,
 )
 
-from agent.nova_errors import NovaTarget, add_operator_hint, operator_hint
-from agent.nova_marker import INTERRUPTED_MARKER, strip_marker, without_interrupted_marker
+from agent.nova.errors import NovaTarget, add_operator_hint, operator_hint
+from agent.nova.marker import INTERRUPTED_MARKER, strip_marker, without_interrupted_marker
 from telephony.bridge.failure import error_summary, operator_notes
 
 TARGET = NovaTarget(model_id="amazon.nova-2-sonic-v1:0", region="eu-north-1", endpoint="https://vpce.example")

@@ -36,7 +36,7 @@ def test_the_example_scenarios_pass_on_the_scripted_brain(passing_run: tuple[int
     assert "2 on the scripted brain (no model account used)" in output
     assert "[1/2] goodbye hang-up" in output and "[2/2] transfer to a human" in output
     assert "2 passed, 0 failed" in output
-    assert "scripted brain (in place of BedrockNovaSonicModel)" in output
+    assert "scripted brain (in place of NovaSonicModel)" in output
     root = ET.parse(folder / "junit.xml").getroot()
     assert root.get("tests") == "2" and root.get("failures") == "0"
     assert {case.get("name") for case in root.iter("testcase")} == {"goodbye hang-up", "transfer to a human"}
@@ -110,11 +110,11 @@ def test_a_recorded_call_becomes_a_scenario_to_edit(passing_run: tuple[int, str,
 
 
 def test_the_brain_also_plays_on_the_local_nova_emulator(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """--local-nova: the agent keeps its own BedrockNovaSonicModel, which talks Nova's wire protocol to the emulator."""
+    """--local-nova: the agent keeps its own NovaSonicModel, which talks Nova's wire protocol to the emulator."""
     code = main(["test", str(SCENARIOS / "transfer.yaml"), "--local-nova", "--out", str(tmp_path)])
     output = capsys.readouterr().out
     assert code == 0, output
     assert "on the scripted brain on the local Nova Sonic emulator" in output
-    assert "local Nova Sonic emulator playing the scripted brain (BedrockNovaSonicModel" in output
+    assert "local Nova Sonic emulator playing the scripted brain (NovaSonicModel" in output
     [call] = CallLibrary(tmp_path).recent()
     assert call.end_reason == "transferred to +15005550010"
