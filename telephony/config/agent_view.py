@@ -7,7 +7,7 @@ author needs none of them. ``AgentSettings.from_settings`` is the one place the 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .checks import env_names
 from .loading import load_settings
@@ -56,18 +56,22 @@ class AgentSettings:
     def can_transfer(self) -> bool:
         return bool(self.transfer_to or self.transfer_targets)
 
-    def __getattr__(self, name: str) -> Any:
-        """Only called for names the view lacks: say why a server setting is not here."""
-        variable = env_names().get(name)
-        if variable is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        if name in SECRETS:
-            raise AttributeError(f"settings.{name} ({variable}) is a server secret: agent factories never receive it")
-        raise AttributeError(
-            f"settings.{name} ({variable}) is a server setting, not part of the AgentSettings agent factories "
-            f"receive ({', '.join(item.name for item in fields(self))}); if your agent needs it, read it with "
-            "telephony.config.load_settings()"
-        )
+    if not TYPE_CHECKING:  # a type checker should flag ``view.port`` itself, not accept it as Any
+
+        def __getattr__(self, name: str) -> Any:
+            """Only called for names the view lacks: say why a server setting is not here."""
+            variable = env_names().get(name)
+            if variable is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            if name in SECRETS:
+                raise AttributeError(
+                    f"settings.{name} ({variable}) is a server secret: agent factories never receive it"
+                )
+            raise AttributeError(
+                f"settings.{name} ({variable}) is a server setting, not part of the AgentSettings agent factories "
+                f"receive ({', '.join(item.name for item in fields(self))}); if your agent needs it, read it with "
+                "telephony.config.load_settings()"
+            )
 
 
 def agent_settings(settings: Settings | AgentSettings | None = None) -> AgentSettings:
