@@ -207,3 +207,15 @@ def test_the_markdown_command_prints_the_page(capsys: pytest.CaptureFixture[str]
 
     assert main(["--markdown"]) == 0
     assert capsys.readouterr().out == configuration_markdown()
+
+
+def test_the_package_keeps_the_modules_public_names() -> None:
+    """``telephony.config`` was one module; code importing any of its names keeps working."""
+    import telephony.config as config
+
+    before = (
+        "DEFAULT_AGENT DEFAULT_BRIEFING_AGENT TRANSFER_MODES TWILIO_HOLD_MUSIC MAX_WORKERS PROXIES FRAME_MS "
+        "MODEL_PROVIDERS NOVA_RATES E164 RING_TIMEOUT_RANGE ConfigError Settings env_name load_settings validate "
+        "is_destination parse_targets"
+    )
+    assert [name for name in before.split() if not hasattr(config, name)] == []

@@ -83,16 +83,16 @@ async def test_shipped_factories_build_their_agent_from_the_view(spec: str) -> N
 def old_factory(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
     """A factory written before AgentSettings: annotated Settings, reading the settings every agent needs."""
     assert settings is not None
-    tools: list[object] = []
     assert settings.can_transfer and settings.transfer_destinations == {}
     prompt = (
         settings.system_prompt or f"Transfer to {settings.transfer_to}; tools time out in {settings.tool_timeout_s}"
     )
-    model = create_model(replace(settings, model_id=settings.model_id or "amazon.nova-sonic-v1:0"))  # type: ignore[arg-type]
-    return BidiAgent(model=model, tools=tools, system_prompt=prompt, name=f"old-{settings.model}-{settings.voice}")
+    model = create_model(replace(settings, model_id=settings.model_id or "amazon.nova-sonic-v1:0"))
+    return BidiAgent(model=model, system_prompt=prompt, name=f"old-{settings.model}-{settings.voice}")
 
 
-def reads_the_auth_token(call: CallInfo, settings: Settings) -> BidiAgent:
+def reads_the_auth_token(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
+    assert settings is not None
     raise AssertionError(f"reached with {settings.twilio_auth_token}")
 
 
