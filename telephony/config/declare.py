@@ -52,8 +52,8 @@ class Spec:
     kind: type
 
     def check(self, value: Any) -> None:
-        """Apply the rule; an unset optional value (``None`` or empty) has nothing to check."""
-        if self.rule is not None and value is not None and value != "":
+        """Apply the rule; an unset optional value (``None``) has nothing to check."""
+        if self.rule is not None and value is not None:
             self.rule.check(self.env, value)
 
 

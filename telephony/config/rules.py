@@ -1,4 +1,7 @@
-"""The values settings may take: the allowed sets and ranges, and the rules that check one value each."""
+"""The values settings may take: the allowed sets and ranges, and the rules that check one value each.
+
+Rules for optional settings that are off when empty (a number, a destination, a folder) accept ``""``.
+"""
 
 from __future__ import annotations
 
@@ -82,12 +85,12 @@ AGENT_SPEC = Rule(
     lambda value: ":" in value, "{variable}={value!r} must look like 'package.module:function'", "`module:function`"
 )
 E164_NUMBER = Rule(
-    lambda value: bool(E164.fullmatch(value)),
+    lambda value: not value or bool(E164.fullmatch(value)),
     "{variable}={value!r} is not in E.164 form: write it like +15551234567",
     "E.164, e.g. +15551234567",
 )
 DIAL_DESTINATION = Rule(
-    lambda value: bool(E164.fullmatch(value) or value.startswith("sip:")),
+    lambda value: not value or bool(E164.fullmatch(value) or value.startswith("sip:")),
     "{variable}={value!r} must be an E.164 number (+15551234567) or a sip: URI",
     "E.164 number or `sip:` URI",
 )
@@ -110,7 +113,7 @@ RING_TIMEOUT = between(
     f"{_LOW} to {_HIGH} seconds",
 )
 FOLDER = Rule(
-    lambda value: not (Path(value).exists() and not Path(value).is_dir()),
+    lambda value: not value or not (Path(value).exists() and not Path(value).is_dir()),
     "{variable}={value!r} is a file: point it at a folder (it is created if missing)",
     "a folder (created if missing)",
 )

@@ -43,7 +43,7 @@ class TwilioSettings:
         None,
         "With the auth token: turns on signature checks, REST hang-up, transfer, `call` and `setup`.",
         rule=Rule(
-            lambda value: value.startswith("AC"),
+            lambda value: not value or value.startswith("AC"),
             "{variable} must start with 'AC' (find it on the Twilio console's home page)",
             "starts with `AC`",
         ),
