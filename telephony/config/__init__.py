@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .agent_view import AgentSettings, agent_settings
 from .call_settings import DEFAULT_AGENT, DEFAULT_BRIEFING_AGENT, TWILIO_HOLD_MUSIC
-from .checks import GROUP_CHECKS, env_name, specs, validate
+from .checks import GROUP_CHECKS, validate
 from .declare import ConfigError, Rule, Spec, setting
 from .loading import load_settings
 from .reference import EXTERNAL, configuration_markdown
@@ -26,7 +26,7 @@ from .rules import (
     is_destination,
     parse_targets,
 )
-from .settings import GROUPS, Settings
+from .settings import GROUPS, Settings, env_name, specs
 
 __all__ = [
     "DEFAULT_AGENT",

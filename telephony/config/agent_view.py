@@ -9,10 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from .checks import env_names
 from .loading import load_settings
 from .rules import parse_targets
-from .settings import Settings
+from .settings import Settings, env_names
 
 SECRETS = frozenset({"twilio_auth_token", "token_secret", "console_token"})
 """Settings no agent ever sees (the Twilio account SID, host, ports etc. are left out too: not the agent's)."""

@@ -6,29 +6,12 @@ Everything here rejects a value that would otherwise only fail later, mid-call.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import cache
 
 from .call_settings import TWILIO_HOLD_MUSIC, LimitSettings, TransferSettings
-from .declare import ConfigError, Spec, specs_of
+from .declare import ConfigError, specs_of
 from .rules import AGENT_SPEC, http_url
 from .server_settings import ConsoleSettings, OperationsSettings, TwilioSettings
 from .settings import GROUPS, Settings
-
-
-@cache
-def specs() -> tuple[Spec, ...]:
-    """Every setting's declaration, group by group."""
-    return tuple(spec for group in GROUPS for spec in specs_of(group))
-
-
-@cache
-def env_names() -> Mapping[str, str]:
-    return {spec.name: spec.env for spec in specs()}
-
-
-def env_name(setting: str) -> str:
-    """The environment variable behind a setting (for error messages and docs)."""
-    return env_names()[setting]
 
 
 def check_twilio_account(settings: Settings) -> None:

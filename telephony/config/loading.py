@@ -6,9 +6,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from .checks import specs, validate
+from .checks import validate
 from .declare import ConfigError, Spec
-from .settings import Settings
+from .settings import Settings, specs
 
 
 def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None = Path(".env")) -> Settings:

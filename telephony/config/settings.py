@@ -7,7 +7,9 @@ once. A group's first docstring line is its heading in ``docs/configuration.md``
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from urllib.parse import urlsplit
 
 from .call_settings import (
@@ -17,6 +19,7 @@ from .call_settings import (
     ModelSettings,
     TransferSettings,
 )
+from .declare import Spec, specs_of
 from .rules import MAX_WORKERS, parse_targets
 from .server_settings import (
     ConsoleSettings,
@@ -89,3 +92,19 @@ class Settings(
     def verifies_twilio(self) -> bool:
         """Signatures and call tokens are checked whenever the auth token is known."""
         return bool(self.twilio_auth_token)
+
+
+@cache
+def specs() -> tuple[Spec, ...]:
+    """Every setting's declaration, group by group."""
+    return tuple(spec for group in GROUPS for spec in specs_of(group))
+
+
+@cache
+def env_names() -> Mapping[str, str]:
+    return {spec.name: spec.env for spec in specs()}
+
+
+def env_name(setting: str) -> str:
+    """The environment variable behind a setting (for error messages and docs)."""
+    return env_names()[setting]
