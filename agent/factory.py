@@ -9,22 +9,22 @@ from __future__ import annotations
 from strands.bidi import BidiAgent
 
 from telephony.call_info import CallInfo
-from telephony.config import Settings, load_settings
+from telephony.config import AgentSettings, Settings, agent_settings
 
 from .models import create_model
 from .prompt import system_prompt
 from .tools import end_conversation, time_limited, transfer_tool
 
 
-def create_agent(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
+def create_agent(call: CallInfo, settings: AgentSettings | Settings | None = None) -> BidiAgent:
     """A phone agent on the configured model, with the hang-up tool (the transfer tool when configured, and the
     offline model's clock with the offline model).
 
-    The server passes ``settings`` (its flags included); only a caller outside a server has them re-read. A
-    caller coming back from a warm transfer that did not go through brings ``call.history``: the agent starts
-    with that conversation, so it does not greet them as a stranger.
+    The server passes its ``AgentSettings`` (its flags included, no secrets); only a caller outside a server has
+    them re-read. A caller coming back from a warm transfer that did not go through brings ``call.history``: the
+    agent starts with that conversation, so it does not greet them as a stranger.
     """
-    settings = settings or load_settings()
+    settings = agent_settings(settings)
     targets = settings.transfer_destinations
     prompt = settings.system_prompt or system_prompt(
         call.from_number,

@@ -11,7 +11,7 @@ from typing import Any
 
 from strands.bidi.models import BidiModel
 
-from telephony.config import Settings
+from telephony.config import AgentSettings, Settings, agent_settings
 
 from .quiet_switch import with_quiet_switchover
 
@@ -26,8 +26,12 @@ rate is ``VOICEBOT_NOVA_OUTPUT_RATE`` (16 kHz by default; 24 kHz costs the bridg
 of 2:1 and carries nothing the 8 kHz phone line keeps)."""
 
 
-def create_model(settings: Settings) -> BidiModel:
-    """Build the configured model; a missing extra gives an install hint, not a traceback."""
+def create_model(settings: AgentSettings | Settings) -> BidiModel:
+    """Build the configured model; a missing extra gives an install hint, not a traceback.
+
+    Reads only what ``AgentSettings`` holds (the server's ``Settings`` are cut down to that first).
+    """
+    settings = agent_settings(settings)
     if settings.model == "local":
         return local_model(settings)
     model_id = settings.model_id or DEFAULT_MODEL_IDS[settings.model]
@@ -55,15 +59,16 @@ def create_model(settings: Settings) -> BidiModel:
         ) from error
 
 
-def local_model(settings: Settings) -> BidiModel:
+def local_model(settings: AgentSettings) -> BidiModel:
     """The offline model (pocketsphinx + espeak-ng, no account): for development and demos."""
     from .offline import offline_model
 
     return offline_model(settings)
 
 
-def describe_model(settings: Settings) -> str:
+def describe_model(settings: AgentSettings | Settings) -> str:
     """What calls will talk to, for the start-up log: model, model id, voice, and region (or "offline")."""
+    settings = agent_settings(settings)
     if settings.model == "local":
         from .offline.synthesizer import BOT_VOICE
 

@@ -11,7 +11,7 @@ import pytest
 from telephony.bridge.agent_factory import AgentFactoryError, build_agent, load_agent_factory
 from telephony.call_info import CallInfo
 from telephony.cli import apply_overrides, build_parser, main
-from telephony.config import Settings
+from telephony.config import AgentSettings, Settings
 
 
 def test_serve_flags_override_the_environment() -> None:
@@ -138,5 +138,5 @@ async def test_factories_taking_settings_get_the_servers_settings() -> None:
     bound = with_settings(wants_settings, server_settings)  # type: ignore[arg-type]
     with pytest.raises(AgentFactoryError):
         await build_agent(bound, CallInfo(call_sid="CA1", stream_sid="MZ1"))  # still awaited: it is async
-    assert seen == [server_settings]
+    assert seen == [AgentSettings.from_settings(server_settings)]  # the agent's view: model settings, no secrets
     assert with_settings(plain, server_settings) is plain  # type: ignore[arg-type]

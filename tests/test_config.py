@@ -157,3 +157,65 @@ def test_one_process_by_default_and_zero_means_one_worker_per_core(monkeypatch: 
     assert Settings(workers=3).worker_count == 3
     assert Settings().proxy == "nginx"
     assert load_settings({"VOICEBOT_SEND_CHUNK_MS": "100"}).send_chunk_ms == 100
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_configuration_page_is_current() -> None:
+    from telephony.config import configuration_markdown
+    from telephony.config.reference import REGENERATE
+
+    page = ROOT / "docs" / "configuration.md"
+    assert page.is_file() and page.read_text(encoding="utf-8") == configuration_markdown(), (
+        f"docs/configuration.md is not what the settings' declarations say: regenerate it with `{REGENERATE}`"
+    )
+
+
+def test_the_configuration_page_names_every_variable() -> None:
+    from telephony.config import EXTERNAL, configuration_markdown, specs
+
+    page = configuration_markdown()
+    missing = [name for name in [spec.env for spec in specs()] + list(EXTERNAL) if f"`{name}`" not in page]
+    assert missing == []
+
+
+def test_env_example_sets_only_known_variables() -> None:
+    from telephony.config import EXTERNAL, specs
+
+    known = {spec.env for spec in specs()} | set(EXTERNAL)
+    named = re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", (ROOT / ".env.example").read_text(encoding="utf-8"), re.MULTILINE)
+    assert named, ".env.example names no variables: the pattern above no longer reads it"
+    assert sorted(set(named) - known) == [], "unknown in .env.example: declare it in telephony/config or EXTERNAL"
+
+
+def test_every_setting_is_declared_once_with_a_description() -> None:
+    from dataclasses import fields
+
+    from telephony.config import env_name, specs
+
+    declared = specs()
+    assert {spec.name for spec in declared} == {item.name for item in fields(Settings)}
+    assert len({spec.env for spec in declared}) == len(declared) == len(fields(Settings))
+    assert all(spec.about.strip() for spec in declared)
+    assert env_name("port") == "VOICEBOT_PORT" and env_name("twilio_auth_token") == "TWILIO_AUTH_TOKEN"
+
+
+def test_the_markdown_command_prints_the_page(capsys: pytest.CaptureFixture[str]) -> None:
+    from telephony.config import configuration_markdown
+    from telephony.config.__main__ import main
+
+    assert main(["--markdown"]) == 0
+    assert capsys.readouterr().out == configuration_markdown()
+
+
+def test_the_package_keeps_the_modules_public_names() -> None:
+    """``telephony.config`` was one module; code importing any of its names keeps working."""
+    import telephony.config as config
+
+    before = (
+        "DEFAULT_AGENT DEFAULT_BRIEFING_AGENT TRANSFER_MODES TWILIO_HOLD_MUSIC MAX_WORKERS PROXIES FRAME_MS "
+        "MODEL_PROVIDERS NOVA_RATES E164 RING_TIMEOUT_RANGE ConfigError Settings env_name load_settings validate "
+        "is_destination parse_targets"
+    )
+    assert [name for name in before.split() if not hasattr(config, name)] == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from strands.bidi import BidiAgent
 
 from telephony.call_info import CallInfo
-from telephony.config import ConfigError, Settings, load_settings
+from telephony.config import AgentSettings, ConfigError, Settings, agent_settings
 
 from ..tools import end_conversation
 from .clock import current_time
@@ -17,7 +17,7 @@ __all__ = ["create_agent", "offline_model"]
 OFFLINE_PROMPT = "Offline demo model: replies come from a fixed script, not from this prompt."
 
 
-def offline_model(settings: Settings) -> OfflineModel:
+def offline_model(settings: AgentSettings | Settings) -> OfflineModel:
     """The offline model in the configured voice (VOICEBOT_VOICE, an espeak-ng voice name)."""
     voice = Voice(settings.voice, BOT_VOICE.words_per_minute, BOT_VOICE.pitch) if settings.voice else BOT_VOICE
     try:
@@ -29,9 +29,9 @@ def offline_model(settings: Settings) -> OfflineModel:
         ) from error
 
 
-def create_agent(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
+def create_agent(call: CallInfo, settings: AgentSettings | Settings | None = None) -> BidiAgent:
     """A phone agent on the offline model, whatever VOICEBOT_MODEL says, with its two tools."""
-    settings = settings or load_settings()
+    settings = agent_settings(settings)
     return BidiAgent(
         model=offline_model(settings),
         tools=[end_conversation, current_time],

@@ -18,7 +18,7 @@ from strands.bidi import BidiAgent
 from agent.models import create_model
 from agent.tools import end_conversation, time_limited, transfer_tool
 from telephony.call_info import CallInfo
-from telephony.config import Settings, load_settings
+from telephony.config import AgentSettings, Settings, agent_settings
 
 from . import database
 from .policy import ask_policy
@@ -85,14 +85,14 @@ def _error(text: str) -> dict[str, Any]:
     return {"status": "error", "content": [{"text": text}]}
 
 
-def tools(settings: Settings) -> list[Any]:
+def tools(settings: AgentSettings | Settings) -> list[Any]:
     front_desk = os.environ.get("CLINIC_FRONT_DESK", FRONT_DESK)
     chosen = [find_open_slots, book_appointment, ask_policy, transfer_tool(front_desk), end_conversation]
     return time_limited(chosen, settings.tool_timeout_s)
 
 
-def create_agent(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
-    """The clinic's phone agent for one call."""
-    settings = settings or load_settings()
+def create_agent(call: CallInfo, settings: AgentSettings | None = None) -> BidiAgent:
+    """The clinic's phone agent for one call (the server passes its AgentSettings: model, voice, tool timeout)."""
+    settings = agent_settings(settings)
     prompt = PROMPT + (f"\nThe caller's number is {call.from_number}.\n" if call.from_number else "")
     return BidiAgent(model=create_model(settings), tools=tools(settings), system_prompt=prompt, name="riverside-clinic")

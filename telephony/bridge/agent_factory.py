@@ -12,7 +12,7 @@ from typing import Any
 from strands.bidi import BidiAgent
 
 from telephony.call_info import CallInfo
-from telephony.config import Settings
+from telephony.config import AgentSettings, Settings, agent_settings
 
 AgentFactory = Callable[[CallInfo], BidiAgent | Awaitable[BidiAgent]]
 
@@ -40,21 +40,30 @@ def load_agent_factory(spec: str) -> AgentFactory:
     return target  # type: ignore[no-any-return]
 
 
-def with_settings(factory: AgentFactory, settings: Settings) -> AgentFactory:
-    """The factory, given the server's settings when it takes a ``settings`` keyword.
+SETTINGS_PARAMETERS = ("agent_settings", "settings")
+"""The keyword a factory takes its settings by: either name gets the same ``AgentSettings`` view."""
+
+
+def with_settings(factory: AgentFactory, settings: Settings | AgentSettings) -> AgentFactory:
+    """The factory, given the agent's view of the server's settings when it takes a ``settings`` keyword.
 
     The settings a server runs with include its command-line flags (``voicebot serve --model local``);
-    a factory that read the environment again would never see them. Factories without a ``settings``
-    parameter are returned unchanged.
+    a factory that read the environment again would never see them. What it gets is ``AgentSettings``:
+    the model, voice, prompt, greeting, tool timeout and transfer settings under their usual names, and
+    never the Twilio credentials, the call-token key or the console token (reading a server setting from
+    it raises an AttributeError naming the variable). Factories without such a parameter are returned
+    unchanged.
     """
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):  # builtins and some callables have no signature to read
         return factory
-    wanted = parameters.get("settings")
-    if wanted is None or wanted.kind not in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
-        return factory
-    return functools.partial(factory, settings=settings)
+    keyword_kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    for name in SETTINGS_PARAMETERS:
+        wanted = parameters.get(name)
+        if wanted is not None and wanted.kind in keyword_kinds:
+            return functools.partial(factory, **{name: agent_settings(settings)})
+    return factory
 
 
 async def build_agent(factory: AgentFactory, call: CallInfo) -> BidiAgent:
