@@ -33,6 +33,7 @@ The package, by concept:
 
 from __future__ import annotations
 
+from agent.briefing import BRIEFING_GREETING
 from telephony.bridge.transfer.callbacks import PERSON_OUTCOMES
 from telephony.bridge.transfer.calls import MAX_DIAL_TIME_LIMIT_S, RING_GRACE_S
 from telephony.bridge.transfer.desk import WarmTransfers
@@ -40,7 +41,6 @@ from telephony.bridge.transfer.history import HISTORY_CHARS, HISTORY_MESSAGES, r
 from telephony.bridge.transfer.ledger import LINGER_S
 from telephony.bridge.transfer.links import BRIEFING_PARAMETER, DIAL_PARAMETER, LINKED_PARAMETER, RETURN_PARAMETER
 from telephony.bridge.transfer.roles import (
-    BRIEFING_GREETING,
     BriefingDesk,
     BriefingLegControl,
     BriefingRole,

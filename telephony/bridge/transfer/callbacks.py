@@ -107,8 +107,8 @@ class StatusCallbacks:
         transfer.log.info(
             "transfer %s: conference %s %s %s", transfer.id, event, who, form.get("ReasonParticipantLeft", "")
         )
-        if event == "participant-join" and who == "person" and transfer.state is State.JOINING:
-            self._calls.connected(transfer)
+        if event == "participant-join" and who == "person":
+            self._calls.joined(transfer)
         elif event == "participant-leave" and who == "caller":
             moved = form.get("ReasonParticipantLeft") == "participant_updated_via_api"
             if not moved:

@@ -139,12 +139,14 @@ class TransferCalls:
             self._ledger.error("transfer_rest")
             self.spawn_return(transfer, "rest_failure", "connecting them to you failed")
             return HandOff("could not join the person to the caller", hang_up=True)
-        if transfer.state is State.JOINING:
-            self.connected(transfer)
+        self.joined(transfer)
         return HandOff("joined the caller's conference")
 
-    def connected(self, transfer: WarmTransfer) -> None:
-        """The person is in the caller's conference: the transfer is done."""
+    def joined(self, transfer: WarmTransfer) -> None:
+        """The person is in the caller's conference (the join's answer or the conference's callback, whichever
+        comes first): the transfer is done."""
+        if transfer.state is not State.JOINING:
+            return
         self._ledger.set(transfer, State.CONNECTED, f"{transfer.destination} joined the caller; the bot has left")
         self._ledger.settle(transfer, "connected", f"warm transfer to {transfer.destination}: connected")
 

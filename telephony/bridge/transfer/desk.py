@@ -110,7 +110,13 @@ class WarmTransfers:
         if self._ledger.for_caller(call.call_sid) is not None:
             leg.tell_agent("A transfer for this caller is already under way. Do not start another.")
             return None
-        brief = TransferBrief(call.from_number, destination, reason, summary, tuple(transcript)[-TRANSCRIPT_LINES:])
+        brief = TransferBrief(
+            caller_number=call.from_number,
+            destination=destination,
+            reason=reason,
+            summary=summary,
+            transcript=tuple(transcript)[-TRANSCRIPT_LINES:],
+        )
         transfer = WarmTransfer(
             id=secrets.token_urlsafe(12),
             caller=call,
