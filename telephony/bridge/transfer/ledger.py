@@ -60,9 +60,6 @@ class Ledger:
         """Transfers with a caller on hold and nothing decided."""
         return [t for t in self._by_id.values() if t.state in WAITING or t.state is State.HOLDING]
 
-    def all(self) -> list[WarmTransfer]:
-        return list(self._by_id.values())
-
     # --- moving on --------------------------------------------------------------------------------
 
     def set(self, transfer: WarmTransfer, state: State, detail: str) -> None:
