@@ -24,7 +24,7 @@ from telephony.bridge.transfer.ledger import Ledger
 from telephony.bridge.transfer.links import BRIEFING_PARAMETER, RETURN_PARAMETER, TransferLinks
 from telephony.bridge.transfer.roles import BriefingRole, ReturningRole, StreamRole
 from telephony.bridge.transfer.state import TRANSCRIPT_LINES, HandOff, Leg, State, WarmTransfer
-from telephony.call_info import TransferBrief
+from telephony.call_info import CallInfo, TransferBrief
 from telephony.config import Settings
 from telephony.operations.logs import CallLog
 from telephony.operations.metrics import Metrics
@@ -106,7 +106,6 @@ class WarmTransfers:
         """Put the caller on hold and start dialling; None (the agent told why) if the caller stays with the bot."""
         call = leg.call
         assert call is not None
-        clog = CallLog(log, call.call_sid)
         if self._ledger.for_caller(call.call_sid) is not None:
             leg.tell_agent("A transfer for this caller is already under way. Do not start another.")
             return None
@@ -117,17 +116,9 @@ class WarmTransfers:
             summary=summary,
             transcript=tuple(transcript)[-TRANSCRIPT_LINES:],
         )
-        transfer = WarmTransfer(
-            id=secrets.token_urlsafe(12),
-            caller=call,
-            brief=brief,
-            history=resumable_history(messages),
-            conference=conference_name(),
-            log=clog,
-            requested_at=asked_at or time.monotonic(),
-        )
+        transfer = _new_transfer(call, brief, messages, asked_at)
         self._ledger.add(transfer)
-        clog.info("warm transfer %s to %s (%s): moving the caller to hold", transfer.id, destination, reason)
+        transfer.log.info("warm transfer %s to %s (%s): moving the caller to hold", transfer.id, destination, reason)
         if not await self._calls.hold(transfer):
             self._hold_failed(transfer, leg)
             return None
@@ -258,3 +249,18 @@ class WarmTransfers:
         await self._ledger.cancel_all()
         await self._warmer.aclose()
         await self._ledger.close_timelines("server stopped mid-transfer")
+
+
+def _new_transfer(
+    call: CallInfo, brief: TransferBrief, messages: Sequence[Any], asked_at: float | None
+) -> WarmTransfer:
+    """A transfer record for this caller: a fresh id and conference, the conversation as it can be resumed."""
+    return WarmTransfer(
+        id=secrets.token_urlsafe(12),
+        caller=call,
+        brief=brief,
+        history=resumable_history(messages),
+        conference=conference_name(),
+        log=CallLog(log, call.call_sid),
+        requested_at=asked_at or time.monotonic(),
+    )
