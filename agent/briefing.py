@@ -33,7 +33,8 @@ When they decline or cannot take it, say a short goodbye, then call decline_tran
 Do not say anything after calling either tool.
 """
 BRIEFING_GREETING = "The colleague has answered the phone. Brief them now."
-"""What the bridge tells the briefing agent when the second call's stream starts."""
+"""What the bridge tells the briefing agent when the second call's stream starts (the bridge takes it from here,
+so the prompt's instructions and the greeting that triggers them stay in one place)."""
 
 
 def briefing_prompt(brief: TransferBrief) -> str:
