@@ -83,10 +83,12 @@ class Console:
         return True
 
     def install(self, app: FastAPI) -> None:
-        app.include_router(self._router())
+        """Mount :meth:`router` on ``app`` (after the server's own routers, ``telephony.routes``)."""
+        app.include_router(self.router())
         log.info("call console enabled at /console (needs VOICEBOT_CONSOLE_TOKEN)")
 
-    def _router(self) -> APIRouter:
+    def router(self) -> APIRouter:
+        """The console's routes under ``/console``, each bound to this console's state."""
         operator = Depends(self._require_operator)
         router = APIRouter(prefix="/console")
         router.add_api_route("", self._softphone_page, methods=["GET"], dependencies=[operator])
