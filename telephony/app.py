@@ -73,13 +73,6 @@ def create_app(
 ) -> FastAPI:
     """Build the app. Tests pass fakes for the agent factories and the REST client."""
     services = build_services(settings, agent_factory, call_control, tokens, observers, metrics, briefing_factory)
-
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        await services.start()
-        yield
-        await services.aclose()
-
     app = FastAPI(title="voicebot", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.services = services
     # The pieces tests, the shutdown hook and the simulations read directly.
@@ -97,6 +90,15 @@ def create_app(
     if services.console is not None:
         services.console.install(app)
     return app
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Start what needs the running event loop; at shutdown, close what the app's services own."""
+    services: AppServices = app.state.services
+    await services.start()
+    yield
+    await services.aclose()
 
 
 def build_services(
