@@ -99,17 +99,3 @@ def test_the_media_stream_router_alone_refuses_a_stream_while_draining() -> None
                 pass  # pragma: no cover - the upgrade is refused before accept()
     assert refused.value.code == 1013 and not services.sessions
     assert services.metrics.calls_refused.labels(reason="stream_over_limit")._value.get() == 1
-
-
-async def test_the_old_module_paths_still_import() -> None:
-    from telephony.app import answered_by_note, status_url, stream_url, warm_transfers
-    from telephony.bridge import protocol
-    from telephony.twilio import call_control, calls_api, media_streams
-
-    assert protocol.parse_message is media_streams.parse_message and protocol.Start is media_streams.Start
-    assert call_control.TwilioCallControl is calls_api.TwilioCallsApi
-    assert call_control.CallControlClient is calls_api.CallsApi
-    assert call_control.hang_up_with_retries is calls_api.hang_up_with_retries
-    assert stream_url(TEST_SETTINGS) == "wss://bot.example.com/media-stream"
-    assert status_url(TEST_SETTINGS, "call") == "https://bot.example.com/status/call"
-    assert callable(warm_transfers) and "machine" in answered_by_note("machine_start")

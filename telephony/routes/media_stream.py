@@ -52,7 +52,7 @@ async def media_stream(websocket: WebSocket, services: Services) -> None:
         services.admission.stream_ended(line)
 
 
-async def _signed_by_twilio(websocket: WebSocket, services: Services) -> bool:
+async def _signed_by_twilio(websocket: WebSocket, services: AppServices) -> bool:
     """True when the upgrade's signature matches (or is not checked); else the upgrade is refused."""
     settings = services.settings
     if not settings.verifies_twilio:
