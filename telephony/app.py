@@ -29,7 +29,8 @@ from telephony.bridge.prewarm import Prewarmer
 from telephony.bridge.server_calls import ServerCalls
 from telephony.bridge.transfer import WarmTransfers
 from telephony.config import Settings
-from telephony.console.routes import console_for
+from telephony.console import routes as console_routes
+from telephony.console.state import console_for
 from telephony.operations.admission import Admission
 from telephony.operations.latency import app_samples
 from telephony.operations.lines import Lines, lines_path
@@ -88,7 +89,7 @@ def create_app(
     for router in ROUTERS:
         app.include_router(router)
     if services.console is not None:
-        services.console.install(app)
+        console_routes.install(app)
     return app
 
 

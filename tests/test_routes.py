@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -12,6 +13,8 @@ from fastapi import FastAPI
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
+from telephony.console import routes as console_routes
+from telephony.console.state import Console
 from telephony.operations.admission import Admission
 from telephony.operations.latency import app_samples
 from telephony.operations.metrics import Metrics
@@ -99,3 +102,14 @@ def test_the_media_stream_router_alone_refuses_a_stream_while_draining() -> None
                 pass  # pragma: no cover - the upgrade is refused before accept()
     assert refused.value.code == 1013 and not services.sessions
     assert services.metrics.calls_refused.labels(reason="stream_over_limit")._value.get() == 1
+
+
+async def test_the_console_router_alone_lists_calls_for_the_operator_only() -> None:
+    settings = replace(TEST_SETTINGS, console=True, console_token="operator-secret")
+    app = FastAPI()
+    app.include_router(console_routes.router)
+    app.state.console = Console(settings, Admission(5), Metrics(), "/media-stream")
+    anonymous = await send(app, "GET", "/console/api/calls")
+    operator = await send(app, "GET", "/console/api/calls", headers={"Authorization": "Bearer operator-secret"})
+    assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"].startswith("Basic")
+    assert operator.status_code == 200 and operator.json() == {"recording": False, "calls": [], "live": []}

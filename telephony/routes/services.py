@@ -21,7 +21,7 @@ from telephony.bridge.server_calls import ServerCalls
 from telephony.bridge.session import CallSession
 from telephony.bridge.transfer import WarmTransfers
 from telephony.config import Settings
-from telephony.console.routes import Console
+from telephony.console.state import Console
 from telephony.operations.admission import Admission
 from telephony.operations.latency import LatencySamples
 from telephony.operations.metrics import Metrics
