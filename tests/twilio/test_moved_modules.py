@@ -31,3 +31,10 @@ def test_the_app_module_keeps_its_helpers() -> None:
     assert stream_url(TEST_SETTINGS) == "wss://bot.example.com/media-stream"
     assert status_url(TEST_SETTINGS, "call") == "https://bot.example.com/status/call"
     assert answered_by_note("human") == "Answering machine detection: a person answered this call."
+
+
+def test_the_console_state_still_imports_from_its_routes_module() -> None:
+    from telephony.console import state
+    from telephony.console.routes import Console, console_for
+
+    assert Console is state.Console and console_for is state.console_for
