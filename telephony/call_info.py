@@ -12,7 +12,7 @@ class CallInfo:
 
     ``parameters`` holds every ``<Parameter>`` of the TwiML ``<Stream>`` (Twilio's
     ``start.customParameters``), including the ones we add ourselves (From, To, CallSid), but not
-    our internal ``voicebot*`` ones (see ``telephony.bridge.protocol.Start.call_info``).
+    our internal ``voicebot*`` ones (see ``telephony.twilio.media_streams.Start.call_info``).
     """
 
     call_sid: str

@@ -2,7 +2,8 @@
 
 The call session puts a ``CallControl`` in the agent's ``invocation_state`` under ``CALL_CONTROL_KEY``;
 tools such as ``agent.tools.end_conversation`` find it through their ``ToolContext``. It lives here,
-below both sides, so neither has to import the other.
+below both sides, so neither has to import the other. (Acting on a call through Twilio's REST API is
+another thing: ``telephony.twilio.calls_api``.)
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from telephony.app import create_app
-from telephony.bridge.protocol import ProtocolError, parse_message
+from telephony.twilio.media_streams import ProtocolError, parse_message
 
 from .bridge.test_bridge import frame_hz
 from .conftest import TEST_SETTINGS, harness

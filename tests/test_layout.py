@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("telephony.bridge",),
     ("telephony.recording",),
     ("telephony.console",),
-    ("telephony.app",),
+    ("telephony.app", "telephony.routes"),
     ("telephony.simulation",),
     ("telephony.cli",),
 ]

@@ -12,6 +12,10 @@ Off unless ``VOICEBOT_CONSOLE`` is on; then every route needs ``VOICEBOT_CONSOLE
   (from the event feeds) and recorded calls (``VOICEBOT_RECORD_DIR``): transcript, audio, level strips, downloads.
 - ``GET /console/api/live/{call_sid}/events``: a call's live events for the calls page (operator only, no key).
 - ``GET /console/static/{file}``: the pages' scripts and styles (no build step, nothing from a CDN).
+
+The routes are plain functions on :data:`router`; each finds the app's :class:`~telephony.console.state.Console`
+(``app.state.console``) through the :data:`CurrentConsole` dependency, as the server's own routes find their
+services (``telephony.routes``).
 """
 
 from __future__ import annotations
@@ -20,20 +24,22 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.requests import HTTPConnection
 
-from telephony.config import ConfigError, Settings
-from telephony.console.auth import CALL_QUERY, STREAM_TOKEN_QUERY, ConsoleAccess
-from telephony.console.events import CallFeed, ConsoleEvents
-from telephony.operations.admission import Admission
+from telephony.console.auth import CALL_QUERY, STREAM_TOKEN_QUERY
+from telephony.console.events import CallFeed
+from telephony.console.state import Console, console_for
 from telephony.operations.logs import CallLog
-from telephony.operations.metrics import Metrics
 from telephony.recording.call_library import DOWNLOADS, CallLibrary
+
+__all__ = ["Console", "CurrentConsole", "console_for", "install", "router"]
 
 log = logging.getLogger(__name__)
 
@@ -53,209 +59,198 @@ CALLER_ID = re.compile(r"[A-Za-z0-9+][A-Za-z0-9+:._@-]{0,39}")
 """What a console call may give as its From or To: a number, a client: or sip: name (no spaces, no markup)."""
 
 
-class Console:
-    """The console's state (access checks, live feeds, the record folder) and its routes."""
+async def current_console(connection: HTTPConnection) -> Console:
+    """The app's console (a FastAPI dependency; ``async`` so it runs on the event loop, not in a thread)."""
+    console: Console | None = connection.app.state.console
+    if console is None:
+        raise HTTPException(status_code=404)
+    return console
 
-    def __init__(
-        self,
-        settings: Settings,
-        admission: Admission,
-        metrics: Metrics,
-        stream_path: str,
-    ) -> None:
-        if not settings.console_token:
-            raise ConfigError("VOICEBOT_CONSOLE is on but VOICEBOT_CONSOLE_TOKEN is not set: set it to a long secret")
-        self.access = ConsoleAccess(settings.console_token)
-        self.events = ConsoleEvents()
-        self.library = CallLibrary(settings.record_dir) if settings.record_dir else None
-        self._admission = admission
-        self._metrics = metrics
-        self._stream_path = stream_path
 
-    def admits_stream(self, query: Mapping[str, str]) -> bool:
-        """A console stream with a valid upgrade token may skip the Twilio signature check (and only it)."""
-        if STREAM_TOKEN_QUERY not in query:
-            return False
-        refusal = self.access.admits_stream(query)
-        if refusal is not None:
-            CallLog(log, query.get(CALL_QUERY, "?")[:40]).warning("console stream refused: upgrade token %s", refusal)
-            return False
-        return True
+CurrentConsole = Annotated[Console, Depends(current_console)]
 
-    def install(self, app: FastAPI) -> None:
-        app.include_router(self._router())
-        log.info("call console enabled at /console (needs VOICEBOT_CONSOLE_TOKEN)")
 
-    def _router(self) -> APIRouter:
-        operator = Depends(self._require_operator)
-        router = APIRouter(prefix="/console")
-        router.add_api_route("", self._softphone_page, methods=["GET"], dependencies=[operator])
-        router.add_api_route("/calls", self._calls_page, methods=["GET"], dependencies=[operator])
-        router.add_api_route("/static/{name}", self._static, methods=["GET"], dependencies=[operator])
-        router.add_api_route("/session", self._open_session, methods=["POST"], dependencies=[operator])
-        router.add_api_route("/events", self._event_stream, methods=["GET"])
-        router.add_api_route("/api/calls", self._list_calls, methods=["GET"], dependencies=[operator])
-        router.add_api_route("/api/calls/{name}", self._call_transcript, methods=["GET"], dependencies=[operator])
-        router.add_api_route("/api/calls/{name}/audio", self._call_audio, methods=["GET"], dependencies=[operator])
-        router.add_api_route("/api/calls/{name}/levels", self._call_levels, methods=["GET"], dependencies=[operator])
-        router.add_api_route(
-            "/api/calls/{name}/files/{file_name}", self._call_file, methods=["GET"], dependencies=[operator]
-        )
-        router.add_api_route("/api/live/{call_sid}/events", self._live_events, methods=["GET"], dependencies=[operator])
-        return router
-
-    # --- access -----------------------------------------------------------------------------------
-
-    def _require_operator(self, request: Request) -> None:
-        if not self.access.authorised(request.headers.get("authorization")):
-            raise HTTPException(
-                status_code=401,
-                detail="the console needs VOICEBOT_CONSOLE_TOKEN: as the password (any user name) or a Bearer token",
-                headers={"WWW-Authenticate": REALM},
-            )
-
-    # --- pages ------------------------------------------------------------------------------------
-
-    async def _softphone_page(self) -> Response:
-        return FileResponse(STATIC_DIR / "index.html", media_type="text/html", headers=PAGE_HEADERS)
-
-    async def _calls_page(self) -> Response:
-        return FileResponse(STATIC_DIR / "calls.html", media_type="text/html", headers=PAGE_HEADERS)
-
-    async def _static(self, name: str) -> Response:
-        path = STATIC_DIR / name
-        if "/" in name or name.startswith(".") or path.suffix not in STATIC_TYPES or not path.is_file():
-            raise HTTPException(status_code=404)
-        return FileResponse(path, media_type=STATIC_TYPES[path.suffix], headers={"Cache-Control": "no-cache"})
-
-    # --- one browser call -------------------------------------------------------------------------
-
-    async def _open_session(self, request: Request) -> JSONResponse:
-        try:
-            caller_id = await self._caller_id(request)
-        except ValueError as error:
-            return JSONResponse({"error": str(error)}, status_code=400)
-        ticket = self.access.issue()
-        refusal = self._admission.reserve(ticket.call_sid)
-        if refusal is not None:
-            self._metrics.calls_refused.labels(reason=refusal).inc()
-            why = "the server is shutting down" if refusal == "draining" else "every line is busy (VOICEBOT_MAX_CALLS)"
-            log.warning("call=%s | console call turned away: %s", ticket.call_sid, refusal)
-            return JSONResponse({"error": f"cannot call now: {why}"}, status_code=503)
-        self.events.open(ticket.call_sid)
-        CallLog(log, ticket.call_sid).info("console call ticket issued")
-        stream_query = urlencode({STREAM_TOKEN_QUERY: ticket.stream_token, CALL_QUERY: ticket.call_sid})
-        events_query = urlencode({"call": ticket.call_sid, "key": ticket.events_key})
-        return JSONResponse(
-            {
-                "callSid": ticket.call_sid,
-                "streamSid": ticket.stream_sid,
-                "accountSid": "AC" + "0" * 32,
-                "stream": f"{self._stream_path}?{stream_query}",
-                "parameters": ticket.parameters(**caller_id),
-                "events": f"/console/events?{events_query}",
-            },
-            headers={"Cache-Control": "no-store"},
+async def require_operator(request: Request, console: CurrentConsole) -> None:
+    """Every route but the event feed needs the console token (Basic password or Bearer)."""
+    if not console.access.authorised(request.headers.get("authorization")):
+        raise HTTPException(
+            status_code=401,
+            detail="the console needs VOICEBOT_CONSOLE_TOKEN: as the password (any user name) or a Bearer token",
+            headers={"WWW-Authenticate": REALM},
         )
 
-    @staticmethod
-    async def _caller_id(request: Request) -> dict[str, str]:
-        """The From and To a console call pretends to have (optional JSON body), checked: they reach the agent."""
-        body = await request.body()
-        if not body.strip():
-            return {}
-        try:
-            fields = json.loads(body)
-        except ValueError:
-            raise ValueError('the request body must be JSON like {"from": "+15550100"}') from None
-        chosen = {}
-        for field in ("from", "to"):
-            value = str(fields.get(field) or "").strip() if isinstance(fields, dict) else ""
-            if value and not CALLER_ID.fullmatch(value):
-                raise ValueError(f"{field} must be a number like +15550100 or a name without spaces (40 at most)")
-            if value:
-                chosen[f"{field}_number"] = value
-        return chosen
 
-    async def _event_stream(self, request: Request, call: str = "", key: str = "") -> Response:
-        feed = self.events.feed(call)
-        if feed is None or not self.access.events_allowed(call, key):
-            return Response("unknown call or wrong key\n", status_code=404, media_type="text/plain")
-        return self._follow(request, feed)
-
-    async def _live_events(self, request: Request, call_sid: str) -> Response:
-        """The calls page follows a call in progress (the operator is logged in: no key needed)."""
-        feed = self.events.feed(call_sid)
-        if feed is None:
-            raise HTTPException(status_code=404, detail=f"no call {call_sid!r} in progress or just ended")
-        return self._follow(request, feed)
-
-    def _follow(self, request: Request, feed: CallFeed) -> Response:
-        """A feed as Server-Sent Events, from the event after ``Last-Event-ID``."""
-        try:
-            after = int(request.headers.get("last-event-id", "0"))
-        except ValueError:
-            after = 0
-
-        async def lines() -> AsyncIterator[str]:
-            yield "retry: 1000\n\n"
-            async for event in feed.follow(after=after, keepalive_s=KEEPALIVE_S):
-                if event is None:
-                    if self._admission.draining and feed.started_at is None:
-                        feed.finish("the server is shutting down", "server")  # never hold up the exit
-                    yield ": keepalive\n\n"
-                else:
-                    yield f"id: {event['seq']}\ndata: {json.dumps(event, default=str)}\n\n"
-
-        headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-        return StreamingResponse(lines(), media_type="text/event-stream", headers=headers)
-
-    # --- recorded calls ---------------------------------------------------------------------------
-
-    async def _list_calls(self) -> JSONResponse:
-        live = [feed.summary() for feed in self.events.recent()]
-        if self.library is None:
-            return JSONResponse({"recording": False, "calls": [], "live": live}, headers={"Cache-Control": "no-store"})
-        calls = await asyncio.to_thread(self.library.recent)
-        body = {"recording": True, "calls": [call.to_json() for call in calls], "live": live}
-        return JSONResponse(body, headers={"Cache-Control": "no-store"})
-
-    async def _call_transcript(self, name: str) -> JSONResponse:
-        transcript = await asyncio.to_thread(self._library().transcript, name)
-        if transcript is None:
-            raise HTTPException(
-                status_code=404,
-                detail=f"{name!r} has no transcript: the call is still going on, or its recording was cut short",
-            )
-        return JSONResponse(transcript)
-
-    async def _call_audio(self, name: str) -> Response:
-        path = await asyncio.to_thread(self._library().audio, name)
-        if path is None:
-            raise HTTPException(status_code=404, detail=f"no call.wav for {name!r}")
-        return FileResponse(path, media_type="audio/wav")
-
-    async def _call_levels(self, name: str) -> JSONResponse:
-        levels = await asyncio.to_thread(self._library().levels, name)
-        if levels is None:
-            raise HTTPException(status_code=404, detail=f"no caller.wav and bot.wav for {name!r}")
-        return JSONResponse(levels)
-
-    async def _call_file(self, name: str, file_name: str) -> Response:
-        path = await asyncio.to_thread(self._library().file, name, file_name)
-        if path is None:
-            raise HTTPException(status_code=404, detail=f"{name!r} has no {file_name!r} to download")
-        media_type = DOWNLOADS[file_name]
-        return FileResponse(path, media_type=media_type, filename=f"{name}-{file_name}")
-
-    def _library(self) -> CallLibrary:
-        if self.library is None:
-            raise HTTPException(status_code=404, detail="calls are not recorded: set VOICEBOT_RECORD_DIR")
-        return self.library
+router = APIRouter(prefix="/console")
+_operator = [Depends(require_operator)]
 
 
-def console_for(settings: Settings, admission: Admission, metrics: Metrics, stream_path: str) -> Console | None:
-    """The console when ``VOICEBOT_CONSOLE`` is on (reading recordings from the record folder, if set)."""
-    if not settings.console:
-        return None
-    return Console(settings, admission, metrics, stream_path)
+def install(app: FastAPI) -> None:
+    """Mount the console's routes on ``app`` (after the server's own routers, ``telephony.routes``)."""
+    app.include_router(router)
+    log.info("call console enabled at /console (needs VOICEBOT_CONSOLE_TOKEN)")
+
+
+# --- pages ----------------------------------------------------------------------------------------
+
+
+@router.get("", dependencies=_operator)
+async def softphone_page() -> Response:
+    return FileResponse(STATIC_DIR / "index.html", media_type="text/html", headers=PAGE_HEADERS)
+
+
+@router.get("/calls", dependencies=_operator)
+async def calls_page() -> Response:
+    return FileResponse(STATIC_DIR / "calls.html", media_type="text/html", headers=PAGE_HEADERS)
+
+
+@router.get("/static/{name}", dependencies=_operator)
+async def static_file(name: str) -> Response:
+    path = STATIC_DIR / name
+    if "/" in name or name.startswith(".") or path.suffix not in STATIC_TYPES or not path.is_file():
+        raise HTTPException(status_code=404)
+    return FileResponse(path, media_type=STATIC_TYPES[path.suffix], headers={"Cache-Control": "no-cache"})
+
+
+# --- one browser call -----------------------------------------------------------------------------
+
+
+@router.post("/session", dependencies=_operator)
+async def open_session(request: Request, console: CurrentConsole) -> JSONResponse:
+    try:
+        caller_id = await _caller_id(request)
+    except ValueError as error:
+        return JSONResponse({"error": str(error)}, status_code=400)
+    ticket = console.access.issue()
+    refusal = console.admission.reserve(ticket.call_sid)
+    if refusal is not None:
+        console.metrics.calls_refused.labels(reason=refusal).inc()
+        why = "the server is shutting down" if refusal == "draining" else "every line is busy (VOICEBOT_MAX_CALLS)"
+        log.warning("call=%s | console call turned away: %s", ticket.call_sid, refusal)
+        return JSONResponse({"error": f"cannot call now: {why}"}, status_code=503)
+    console.events.open(ticket.call_sid)
+    CallLog(log, ticket.call_sid).info("console call ticket issued")
+    stream_query = urlencode({STREAM_TOKEN_QUERY: ticket.stream_token, CALL_QUERY: ticket.call_sid})
+    events_query = urlencode({"call": ticket.call_sid, "key": ticket.events_key})
+    return JSONResponse(
+        {
+            "callSid": ticket.call_sid,
+            "streamSid": ticket.stream_sid,
+            "accountSid": "AC" + "0" * 32,
+            "stream": f"{console.stream_path}?{stream_query}",
+            "parameters": ticket.parameters(**caller_id),
+            "events": f"/console/events?{events_query}",
+        },
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+async def _caller_id(request: Request) -> dict[str, str]:
+    """The From and To a console call pretends to have (optional JSON body), checked: they reach the agent."""
+    body = await request.body()
+    if not body.strip():
+        return {}
+    try:
+        fields = json.loads(body)
+    except ValueError:
+        raise ValueError('the request body must be JSON like {"from": "+15550100"}') from None
+    chosen = {}
+    for field in ("from", "to"):
+        value = str(fields.get(field) or "").strip() if isinstance(fields, dict) else ""
+        if value and not CALLER_ID.fullmatch(value):
+            raise ValueError(f"{field} must be a number like +15550100 or a name without spaces (40 at most)")
+        if value:
+            chosen[f"{field}_number"] = value
+    return chosen
+
+
+@router.get("/events")
+async def event_stream(request: Request, console: CurrentConsole, call: str = "", key: str = "") -> Response:
+    feed = console.events.feed(call)
+    if feed is None or not console.access.events_allowed(call, key):
+        return Response("unknown call or wrong key\n", status_code=404, media_type="text/plain")
+    return _follow(request, console, feed)
+
+
+@router.get("/api/live/{call_sid}/events", dependencies=_operator)
+async def live_events(request: Request, console: CurrentConsole, call_sid: str) -> Response:
+    """The calls page follows a call in progress (the operator is logged in: no key needed)."""
+    feed = console.events.feed(call_sid)
+    if feed is None:
+        raise HTTPException(status_code=404, detail=f"no call {call_sid!r} in progress or just ended")
+    return _follow(request, console, feed)
+
+
+def _follow(request: Request, console: Console, feed: CallFeed) -> Response:
+    """A feed as Server-Sent Events, from the event after ``Last-Event-ID``."""
+    try:
+        after = int(request.headers.get("last-event-id", "0"))
+    except ValueError:
+        after = 0
+
+    async def lines() -> AsyncIterator[str]:
+        yield "retry: 1000\n\n"
+        async for event in feed.follow(after=after, keepalive_s=KEEPALIVE_S):
+            if event is None:
+                if console.admission.draining and feed.started_at is None:
+                    feed.finish("the server is shutting down", "server")  # never hold up the exit
+                yield ": keepalive\n\n"
+            else:
+                yield f"id: {event['seq']}\ndata: {json.dumps(event, default=str)}\n\n"
+
+    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    return StreamingResponse(lines(), media_type="text/event-stream", headers=headers)
+
+
+# --- recorded calls -------------------------------------------------------------------------------
+
+
+@router.get("/api/calls", dependencies=_operator)
+async def list_calls(console: CurrentConsole) -> JSONResponse:
+    live = [feed.summary() for feed in console.events.recent()]
+    if console.library is None:
+        return JSONResponse({"recording": False, "calls": [], "live": live}, headers={"Cache-Control": "no-store"})
+    calls = await asyncio.to_thread(console.library.recent)
+    body = {"recording": True, "calls": [call.to_json() for call in calls], "live": live}
+    return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+
+@router.get("/api/calls/{name}", dependencies=_operator)
+async def call_transcript(console: CurrentConsole, name: str) -> JSONResponse:
+    transcript = await asyncio.to_thread(_library(console).transcript, name)
+    if transcript is None:
+        raise HTTPException(
+            status_code=404,
+            detail=f"{name!r} has no transcript: the call is still going on, or its recording was cut short",
+        )
+    return JSONResponse(transcript)
+
+
+@router.get("/api/calls/{name}/audio", dependencies=_operator)
+async def call_audio(console: CurrentConsole, name: str) -> Response:
+    path = await asyncio.to_thread(_library(console).audio, name)
+    if path is None:
+        raise HTTPException(status_code=404, detail=f"no call.wav for {name!r}")
+    return FileResponse(path, media_type="audio/wav")
+
+
+@router.get("/api/calls/{name}/levels", dependencies=_operator)
+async def call_levels(console: CurrentConsole, name: str) -> JSONResponse:
+    levels = await asyncio.to_thread(_library(console).levels, name)
+    if levels is None:
+        raise HTTPException(status_code=404, detail=f"no caller.wav and bot.wav for {name!r}")
+    return JSONResponse(levels)
+
+
+@router.get("/api/calls/{name}/files/{file_name}", dependencies=_operator)
+async def call_file(console: CurrentConsole, name: str, file_name: str) -> Response:
+    path = await asyncio.to_thread(_library(console).file, name, file_name)
+    if path is None:
+        raise HTTPException(status_code=404, detail=f"{name!r} has no {file_name!r} to download")
+    media_type = DOWNLOADS[file_name]
+    return FileResponse(path, media_type=media_type, filename=f"{name}-{file_name}")
+
+
+def _library(console: Console) -> CallLibrary:
+    if console.library is None:
+        raise HTTPException(status_code=404, detail="calls are not recorded: set VOICEBOT_RECORD_DIR")
+    return console.library

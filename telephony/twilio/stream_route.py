@@ -10,9 +10,10 @@ so the TwiML's ``<Stream url>`` names that same process:
 - many replicas: ``VOICEBOT_REPLICA_URL`` is this replica's own public base (a per-pod Ingress path,
   say ``https://voice.example.com/replicas/voicebot-2``), and the stream URL is built on it.
 
-Twilio drops query strings from stream URLs, hence path segments. The app accepts a stream on any
-path ending in ``/media-stream``, so a stream that lands on another process still works (it starts
-cold); its signature is checked over the URLs this deployment can have produced (``signed_urls``).
+Twilio drops query strings from stream URLs, hence path segments. The app (``telephony.routes``) serves
+``STREAM_PATHS`` and ``STATUS_PATHS``: it accepts a stream on any path ending in ``/media-stream``, so a
+stream that lands on another process still works (it starts cold); its signature is checked over the URLs
+this deployment can have produced (``signed_urls``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from telephony.twilio.security import public_url_for, websocket_url
 
 STREAM_PATH = "/media-stream"
 WORKER_PREFIX = "/w/{index}"
+STREAM_PATHS = (STREAM_PATH, "/{route:path}" + STREAM_PATH)
+"""The route patterns the media stream is served on: plain, and under a worker's or replica's own path."""
+STATUS_PATHS = ("/status/{kind}", "/{route:path}/status/{kind}")
+"""The route patterns status callbacks are served on (``callback_url`` hands out the second form)."""
 
 
 def worker_prefix(settings: Settings) -> str:

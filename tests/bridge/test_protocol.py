@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from telephony.bridge.protocol import (
+from telephony.twilio.media_streams import (
     MAX_MESSAGE_BYTES,
     Connected,
     Dtmf,

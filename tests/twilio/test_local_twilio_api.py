@@ -21,7 +21,7 @@ from twilio.http.response import Response
 from telephony.cli import main
 from telephony.config import ConfigError, Settings, load_settings
 from telephony.simulation.local_twilio_api import LocalTwilioApi
-from telephony.twilio.call_control import TwilioCallControl
+from telephony.twilio.calls_api import TwilioCallsApi
 from telephony.twilio.rest import TimedAsyncHttpClient, rest_client
 
 from ..conftest import TEST_SETTINGS
@@ -43,7 +43,7 @@ def pairs(form: Any) -> list[tuple[str, str]]:
 
 async def test_hang_up_reaches_the_local_api_through_the_sdk() -> None:
     async with LocalTwilioApi(ACCOUNT, TOKEN) as twilio:
-        control = TwilioCallControl(ACCOUNT, TOKEN, api_url=twilio.url)
+        control = TwilioCallsApi(ACCOUNT, TOKEN, api_url=twilio.url)
         try:
             await control.hang_up(CALL)
         finally:
@@ -57,7 +57,7 @@ async def test_hang_up_reaches_the_local_api_through_the_sdk() -> None:
 async def test_a_call_that_is_already_over_answers_20404_and_hanging_it_up_is_fine() -> None:
     async with LocalTwilioApi(ACCOUNT, TOKEN) as twilio:
         twilio.end(CALL)
-        control = TwilioCallControl(ACCOUNT, TOKEN, api_url=twilio.url)
+        control = TwilioCallsApi(ACCOUNT, TOKEN, api_url=twilio.url)
         try:
             await control.hang_up(CALL)  # the caller hung up first: not an error
             with pytest.raises(TwilioRestException) as error:
@@ -70,7 +70,7 @@ async def test_a_call_that_is_already_over_answers_20404_and_hanging_it_up_is_fi
 
 async def test_a_wrong_token_is_refused_and_changes_nothing() -> None:
     async with LocalTwilioApi(ACCOUNT, TOKEN) as twilio:
-        control = TwilioCallControl(ACCOUNT, "not-the-token", api_url=twilio.url)
+        control = TwilioCallsApi(ACCOUNT, "not-the-token", api_url=twilio.url)
         try:
             with pytest.raises(TwilioRestException) as error:
                 await control.hang_up(CALL)
@@ -82,7 +82,7 @@ async def test_a_wrong_token_is_refused_and_changes_nothing() -> None:
 
 async def test_warm_transfer_requests_dial_redirect_and_hang_up_the_person() -> None:
     async with LocalTwilioApi(ACCOUNT, TOKEN) as twilio:
-        control = TwilioCallControl(ACCOUNT, TOKEN, api_url=twilio.url)
+        control = TwilioCallsApi(ACCOUNT, TOKEN, api_url=twilio.url)
         try:
             person = await control.dial("+15550009999", NUMBER, "<Response/>", "https://bot.example.com/s", 25)
             await control.redirect(CALL, "<Response><Dial><Conference>room</Conference></Dial></Response>")
@@ -155,7 +155,7 @@ class Recorded(TimedAsyncHttpClient, NotSent):
 )
 async def test_unset_requests_still_go_to_api_twilio_com(api_url: str | None, sent_to: str) -> None:
     http = Recorded(api_url)
-    control = TwilioCallControl(ACCOUNT, TOKEN, http_client=http)
+    control = TwilioCallsApi(ACCOUNT, TOKEN, http_client=http)
     try:
         await control.hang_up(CALL)
     finally:
@@ -222,12 +222,12 @@ def test_the_app_passes_it_to_its_call_control_and_warns(
 
     made: list[dict[str, Any]] = []
 
-    class Control(TwilioCallControl):
+    class Control(TwilioCallsApi):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             made.append(kwargs)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr("telephony.app.TwilioCallControl", Control)
+    monkeypatch.setattr("telephony.app.TwilioCallsApi", Control)
     settings = replace(TEST_SETTINGS, twilio_account_sid=ACCOUNT, twilio_auth_token=TOKEN, twilio_api_url=api_url)
     with caplog.at_level(logging.WARNING, logger="telephony.app"):
         create_app(settings, agent_factory=lambda call: None)  # type: ignore[arg-type, return-value]
@@ -296,7 +296,7 @@ async def test_in_its_own_process_it_prints_its_url_logs_each_request_and_stops_
         line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode().strip()
         name, _, url = line.partition("=")
         assert name == "LOCAL_TWILIO_API" and url.startswith("http://127.0.0.1:")
-        control = TwilioCallControl(ACCOUNT, TOKEN, api_url=url)
+        control = TwilioCallsApi(ACCOUNT, TOKEN, api_url=url)
         try:
             await control.hang_up(CALL)
         finally:
