@@ -326,7 +326,7 @@ def serve(
     else:
         log.info(
             "listening on http://%s:%d (agent %s): one process, up to %d calls (VOICEBOT_MAX_CALLS), streams on "
-            "%s; to use more cores, --workers N (README: Scaling out)",
+            "%s; to use more cores, --workers N (docs/operations.md: Scaling out)",
             settings.host,
             settings.port,
             settings.agent,
