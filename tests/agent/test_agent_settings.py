@@ -9,6 +9,7 @@ import pytest
 from strands.bidi import BidiAgent
 
 from agent.models import create_model
+from agent.nova import NovaSonicModel
 from telephony.bridge.agent_factory import build_agent, load_agent_factory, with_settings
 from telephony.call_info import CallInfo, TransferBrief
 from telephony.config import AgentSettings, Settings, load_settings
@@ -77,7 +78,7 @@ def test_shipped_factories_never_receive_secrets(spec: str) -> None:
 @pytest.mark.parametrize("spec", ["agent.factory:create_agent", "examples.clinic.agent:create_agent"])
 async def test_shipped_factories_build_their_agent_from_the_view(spec: str) -> None:
     agent = await build_agent(with_settings(load_agent_factory(spec), SERVER), CALL)
-    assert type(agent.model).__name__ == "BedrockNovaSonicModel" and agent.model.region == "eu-north-1"  # type: ignore[attr-defined]
+    assert isinstance(agent.model, NovaSonicModel) and agent.model.region == "eu-north-1"
 
 
 def old_factory(call: CallInfo, settings: Settings | None = None) -> BidiAgent:
