@@ -33,13 +33,12 @@ from strands.bidi.types import (
     BidiBargeInEvent,
     BidiConnectionStartEvent,
     BidiConnectionStopEvent,
-    BidiResponseStartEvent,
-    BidiResponseStopEvent,
     BidiToolUseBlocksEvent,
     BidiTranscriptBlockEvent,
 )
 
 from telephony.bridge.agent_factory import AgentFactory, agent_info, build_agent
+from telephony.bridge.answer import AnswerState
 from telephony.bridge.caller_speech import CallerSpeech
 from telephony.bridge.continuity import Continuity
 from telephony.bridge.ending import CallEnding, load_apology
@@ -166,9 +165,8 @@ class CallSession:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._log = CallLog(log)
         self._observers = Observers(observers, self._log)
-        self._responding = False
-        self._current_audio: str | None = None
-        self._interrupted: set[str] = set()
+        self.answer = AnswerState()
+        """What the model is saying now and what of it was cut: fed here once per event, read everywhere."""
         apology = apology if apology is not None else load_apology()
         self.ending = CallEnding(self, settings, self._observers, call_control, apology)
         self._close_code = 1000
@@ -236,7 +234,7 @@ class CallSession:
 
     @property
     def responding(self) -> bool:
-        return self._responding
+        return self.answer.responding
 
     @property
     def ended(self) -> bool:
@@ -581,14 +579,21 @@ class CallSession:
         )
         hold = self._settings.restart_hold_ms * ulaw_per_ms
         self._continuity = Continuity(
-            agent, self._inbound, self, self._log, sample_rate=input_rate, hold_bytes=hold, held_bytes_per_s=TWILIO_RATE
+            agent,
+            self._inbound,
+            self,
+            self._log,
+            answer=self.answer,
+            sample_rate=input_rate,
+            hold_bytes=hold,
+            held_bytes_per_s=TWILIO_RATE,
         )
         self._continuity.attach()
         self._inbound.hold(hold)  # the first connection's set-up loses no caller audio either
 
     def _bot_heard(self) -> bool:
         """The bot is answering, or the caller is still hearing it: a barge-in may come any moment."""
-        return self._responding or (self.playback is not None and self.playback.playout_end > time.monotonic())
+        return self.answer.responding or (self.playback is not None and self.playback.playout_end > time.monotonic())
 
     def _count_prewarm(self, outcome: str) -> None:
         if self._metrics is not None:
@@ -641,6 +646,7 @@ class CallSession:
         """Dispatch one agent event. Never awaits: the agent's queue holds a single event."""
         if self._clock is not None and not isinstance(event, BidiConnectionStartEvent):  # not an answer
             self._clock.agent_event(time.monotonic())
+        self.answer.observe(event)
         if self._continuity is not None:
             self._continuity.agent_event(event)
         if isinstance(event, BidiAudioDeltaEvent):
@@ -649,25 +655,18 @@ class CallSession:
             self._on_bot_audio_stop(event.content_id)
         elif isinstance(event, BidiBargeInEvent):
             self._on_barge_in()
-        elif isinstance(event, BidiResponseStartEvent):
-            self._responding = True
-        elif isinstance(event, BidiResponseStopEvent):
-            self._responding = False
         elif isinstance(event, BidiTranscriptBlockEvent):
             speaker = "caller" if event.role == "user" else "bot"
             self._log.info("%s said: %s", speaker, event.transcript)
             self.transcript.append((speaker, event.transcript))
         elif isinstance(event, BidiToolUseBlocksEvent):
             self._log.info("tool calls: %s", ", ".join(use["name"] for use in event.tool_uses))
-            # A response that hands over to a tool has said what it had to say; strands keeps Nova's open
-            # until the next caller turn, which would hold a goodbye's hang-up to its cap.
-            self._responding = False
         elif isinstance(event, BidiConnectionStopEvent):
             self._log.info("model connection stopped (%s)", event.reason)
 
     def _on_bot_audio(self, event: BidiAudioDeltaEvent) -> None:
         assert self.playback is not None
-        if event.content_id in self._interrupted or self.ending.failing:
+        if self.answer.is_cut(event.content_id) or self.ending.failing:
             self.stats.agent_audio_dropped += 1
             return
         if event.format != "pcm":
@@ -679,14 +678,13 @@ class CallSession:
             pcm = downmix_stereo(pcm)
         outbound = self._outbound_for(event.sample_rate)
         stamps: list[Stamp] = [("audio_to_frame", time.monotonic())]
-        if event.content_id != self._current_audio:
+        if self.answer.new_utterance:
             self.stats.turns += 1
             if self.stats.turns == 1:
                 stamps.append(("start_to_first_audio", self.stats.started_at))
                 self._role.audio_sent()
             if (speech_ended := self._speech.answered(time.monotonic())) is not None:
                 stamps.append(("turn", speech_ended))
-        self._current_audio = event.content_id
         self.playback.play(outbound.convert(pcm), utterance=event.content_id, stamps=tuple(stamps))
 
     def _outbound_for(self, sample_rate: int) -> OutboundAudio:
@@ -696,14 +694,14 @@ class CallSession:
         if current is not None and current.model_rate == sample_rate:
             return current
         if current is not None:
-            self.playback.play(current.flush(), utterance=self._current_audio)
+            self.playback.play(current.flush(), utterance=self.answer.last_audio)
             self._log.info("agent audio rate changed %d -> %d Hz", current.model_rate, sample_rate)
         self._outbound_audio = OutboundAudio(sample_rate)
         return self._outbound_audio
 
     def _on_bot_audio_stop(self, content_id: str) -> None:
         assert self.playback is not None
-        if content_id in self._interrupted or self.ending.failing or self._outbound_audio is None:
+        if self.answer.is_cut(content_id) or self.ending.failing or self._outbound_audio is None:
             return
         self.playback.play(self._outbound_audio.flush(), utterance=content_id)
         self.playback.end_utterance(content_id)
@@ -736,17 +734,15 @@ class CallSession:
         return self.playback.interrupt(stamps=stamps)
 
     def _drop_current_utterance(self) -> None:
-        """Whatever the model still sends of the utterance it was speaking is not played."""
-        if self._current_audio is not None:
-            self._interrupted.add(self._current_audio)
+        """Whatever the model still sends of the reply it was speaking is not played, and the reply is over."""
+        self.answer.cut()
         if self._outbound_audio is not None:
             self._outbound_audio.reset()
 
     # --- continuity across model connections (telephony.bridge.continuity) --------------------------
 
     def close_cut_answer(self, content_id: str | None) -> None:
-        """The model's connection went mid-answer: what arrived plays out, the rest never comes."""
-        self._responding = False
+        """The model's connection went mid-answer (the answer state is closed): what arrived plays out."""
         if content_id is not None:
             self._on_bot_audio_stop(content_id)
 
