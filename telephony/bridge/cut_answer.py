@@ -48,7 +48,6 @@ class CutAnswer:
         )
 
 
-
 def words_heard(text: str, seconds: float, chars_per_second: float = CHARS_PER_SECOND) -> str:
     """The start of ``text`` that ``seconds`` of speech covers, cut at a word boundary."""
     text = text.strip()
@@ -60,7 +59,6 @@ def words_heard(text: str, seconds: float, chars_per_second: float = CHARS_PER_S
         first = text.split(" ", 1)[0]
         return first.rstrip(",;:") if budget >= len(first) / 2 else ""
     return text[:cut].rstrip(" ,;:")
-
 
 
 __all__ = ["CutAnswer", "words_heard"]

@@ -172,5 +172,4 @@ class UtteranceKeeper:
             self._base = keep_from
 
 
-
 __all__ = ["UtteranceKeeper"]
