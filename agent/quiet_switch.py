@@ -40,6 +40,8 @@ from strands.bidi.types import (
 )
 from strands.types.tools import ToolResultBlock
 
+from telephony.codec import SPEECH_LEVEL_DBFS
+
 log = logging.getLogger(__name__)
 
 WINDOW_SHARE = 0.15
@@ -51,8 +53,8 @@ QUIET_BOT_S = 0.3
 OWED_FOR_S = 4.0
 """Caller speech no answer followed for this long was not a turn to the model (a cough): stop waiting on it."""
 POLL_S = 0.05
-SPEECH_RMS = 328.0
-"""-40 dBFS: the bridge's level for caller speech."""
+SPEECH_RMS = 32768.0 * 10 ** (SPEECH_LEVEL_DBFS / 20)
+"""The bridge's level for caller speech, as the RMS of 16-bit samples (about 328)."""
 SWITCH_MESSAGE = "quiet switch-over: connection replaced at a quiet moment before its limit"
 
 

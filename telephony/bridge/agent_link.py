@@ -51,7 +51,7 @@ from telephony.bridge.stats import CallStats
 from telephony.bridge.transfer import TRANSCRIPT_LINES, StreamRole
 from telephony.bridge.watchdog import CallClock
 from telephony.call_info import CallInfo
-from telephony.codec import TWILIO_RATE, InboundAudio, OutboundAudio, ulaw_level_dbfs
+from telephony.codec import SPEECH_LEVEL_DBFS, TWILIO_RATE, InboundAudio, OutboundAudio, ulaw_level_dbfs
 from telephony.controls import CALL_CONTROL_KEY
 from telephony.operations.latency import LatencySamples
 from telephony.operations.logs import CallLog
@@ -61,8 +61,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_RATE = 16000
 AGENT_STOP_TIMEOUT_S = 5.0
-VOICE_LEVEL_DBFS = -40.0
-"""Caller frames louder than this count as speech for the agent-unresponsive watchdog."""
 
 
 class LinkHost(Protocol):
@@ -208,7 +206,7 @@ class AgentLink:
             host.observers.notify("caller_speech", span)
         if host.clock is not None:
             # The watchdog needs only a coarse "has the caller spoken": look at one frame in five.
-            voiced = host.stats.frames_in % 5 == 0 and ulaw_level_dbfs(media.payload) > VOICE_LEVEL_DBFS
+            voiced = host.stats.frames_in % 5 == 0 and ulaw_level_dbfs(media.payload) > SPEECH_LEVEL_DBFS
             host.clock.media(time.monotonic(), voiced=voiced)
         if self.inbound is None:
             return  # the agent is not built yet, so its input rate is unknown (a few ms at most)

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FRAME_S = 0.02
-SPEECH_DBFS = -40.0
-"""A 20 ms frame louder than this is caller speech (the bridge's watchdog uses the same level)."""
+from telephony.codec import FRAME_SECONDS as FRAME_S
+from telephony.codec import SPEECH_LEVEL_DBFS as SPEECH_DBFS
+
 ONSET_FRAMES = 2
 PREROLL_S = 0.3
 """Audio kept before an utterance's first loud frame, so its soft start is carried over too."""
