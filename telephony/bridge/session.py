@@ -76,17 +76,17 @@ class CallSession:
             if settings is None or agent_factory is None:
                 raise TypeError("CallSession needs services, or settings and agent_factory")
             services = CallServices(
-                settings,
-                agent_factory,
-                call_control,
-                apology,
-                tokens,
-                console_tokens,
-                tuple(observers),
-                metrics,
-                latency_book,
-                prewarmer,
-                transfers,
+                settings=settings,
+                agent_factory=agent_factory,
+                call_control=call_control,
+                apology=apology,
+                tokens=tokens,
+                console_tokens=console_tokens,
+                observers=tuple(observers),
+                metrics=metrics,
+                latency_book=latency_book,
+                prewarmer=prewarmer,
+                transfers=transfers,
             )
         self._services = services
         self._log = CallLog(log)
