@@ -67,7 +67,6 @@ class LinkHost(Protocol):
     """What the agent link needs from its call (``CallSession`` implements it)."""
 
     call: CallInfo | None
-    playback: Playback | None
     ending: CallEnding
     stats: CallStats
     latency: LatencySamples
@@ -77,6 +76,10 @@ class LinkHost(Protocol):
 
     @property
     def log(self) -> CallLog: ...
+
+    @property
+    def playback(self) -> Playback | None:
+        """What we send to Twilio (None until the stream has started)."""
 
     def control(self) -> Any:
         """What the agent's tools act through (the call's ``CallControl``)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from telephony.bridge.ending import CallEnding
@@ -103,34 +103,24 @@ class HandOffs:
             return None
 
 
-class LegHost(Protocol):
-    """What a :class:`CallLeg` reaches in its call."""
-
-    call: CallInfo | None
-
-    def tell_agent(self, text: str) -> None: ...
-
-
 class CallLeg:
     """This call as the agent's tools (``controls.CallControl``) and the warm-transfer desk (``transfer.Leg``)
     see it. Every request is safe from any thread: it is run on the call's event loop."""
 
-    def __init__(self, host: LegHost, ending: CallEnding) -> None:
-        self._host = host
+    def __init__(self, ending: CallEnding, tell_agent: Callable[[str], None]) -> None:
         self._ending = ending
+        self._tell_agent = tell_agent
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.hand_offs: HandOffs | None = None
+        self._hand_offs: HandOffs | None = None
+        self.call: CallInfo | None = None
+        """The call, once its stream has started (requests before that are ignored: no agent can make them)."""
 
-    @property
-    def call(self) -> CallInfo | None:
-        return self._host.call
-
-    def bind(self, loop: asyncio.AbstractEventLoop, hand_offs: HandOffs) -> None:
-        """The call is running on ``loop``; transfers are made by ``hand_offs``."""
-        self._loop, self.hand_offs = loop, hand_offs
+    def bind(self, call: CallInfo, loop: asyncio.AbstractEventLoop, hand_offs: HandOffs) -> None:
+        """The call has started, on ``loop``; its transfers are made by ``hand_offs``."""
+        self.call, self._loop, self._hand_offs = call, loop, hand_offs
 
     def tell_agent(self, text: str) -> None:
-        self._host.tell_agent(text)
+        self._tell_agent(text)
 
     def end_call(self, reason: str) -> None:
         """Hang up after what has been said is heard."""
@@ -141,9 +131,9 @@ class CallLeg:
         """Move the call to ``destination`` once the hand-off line is heard.
 
         Warm (VOICEBOT_TRANSFER_MODE=warm, a Twilio call): the caller goes on hold while the person is briefed."""
-        if self._loop is None or self.hand_offs is None:
+        if self._loop is None or self._hand_offs is None:
             return
-        action = self.hand_offs.transfer(destination, reason, summary)
+        action = self._hand_offs.transfer(destination, reason, summary)
         self.hand_off(f"transfer to {destination}: {reason}", action)
 
     def hand_off(self, reason: str, action: HandOffAction, now: bool = False) -> None:
@@ -154,4 +144,4 @@ class CallLeg:
             self._loop.call_soon_threadsafe(self._ending.arm_goodbye, reason, action, now)
 
 
-__all__ = ["CallLeg", "HandOffHost", "HandOffs", "LegHost"]
+__all__ = ["CallLeg", "HandOffHost", "HandOffs"]

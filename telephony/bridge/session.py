@@ -101,7 +101,7 @@ class CallSession:
         self.ending = CallEnding(self, services.settings, self.observers, services.call_control, apology_clip)
         self._stream = TwilioStream(websocket, services.settings, self, self.stats, self.observers, self.latency)
         self._link = AgentLink(services, self)
-        self._leg = CallLeg(self, self.ending)
+        self._leg = CallLeg(self.ending, self.tell_agent)
         self._hand_offs = HandOffs(services, self, self._leg)
         self._limits: TimeLimits | None = None
         self._tasks = OwnedTasks(self._task_crashed)
@@ -111,7 +111,6 @@ class CallSession:
 
     async def run(self) -> None:
         """Serve the call until it ends; always leaves no task running and the agent stopped."""
-        self._leg.bind(asyncio.get_running_loop(), self._hand_offs)
         try:
             start = await self._stream.wait_for_start()
             if start is None or not admit(start, self._services.tokens, self._services.console_tokens):
@@ -142,6 +141,7 @@ class CallSession:
 
     def _begin(self, start: Start) -> None:
         self.call = self.role.call_info(start.call_info())
+        self._leg.bind(self.call, asyncio.get_running_loop(), self._hand_offs)
         self._link.warmed_on = start.custom_parameters.get(WARM_PARAMETER)
         self._log = CallLog(log, start.call_sid)
         self._stream.open(start)
