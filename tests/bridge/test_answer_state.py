@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from strands.bidi import BidiAgent
+from strands.bidi.hooks.events import BidiBeforeConnectionRestartEvent
 from strands.bidi.models import ConnectionTimeoutError
 from strands.bidi.types import (
     BidiAudioDeltaEvent,
@@ -30,7 +31,9 @@ from agent.quiet_switch import QuietSwitchTimeout
 from agent.tools import accept_transfer, decline_transfer, end_conversation, transfer_tool
 from telephony.app import create_app
 from telephony.bridge.answer import AnswerState
+from telephony.bridge.continuity import Continuity
 from telephony.call_info import CallInfo
+from telephony.operations.logs import CallLog
 from telephony.twilio.call_control import TwilioCallControl
 
 from ..audio import frame_hz
@@ -181,3 +184,68 @@ def test_a_quiet_switch_is_a_typed_timeout() -> None:
     error = QuietSwitchTimeout()
     assert isinstance(error, ConnectionTimeoutError)  # strands restarts the connection as after a timeout
     assert "quiet" in str(error)
+
+
+# --- continuity reads the same answer ------------------------------------------------------------------------
+
+
+class Side:
+    def __init__(self) -> None:
+        self.closed: list[str | None] = []
+        self.notes: list[tuple[str, str]] = []
+
+    def close_cut_answer(self, content_id: str | None) -> None:
+        self.closed.append(content_id)
+
+    def goodbye_armed(self) -> bool:
+        return False
+
+    def note(self, kind: str, detail: str) -> None:
+        self.notes.append((kind, detail))
+
+
+class Inbound:
+    def hold(self, max_bytes: int) -> None:
+        pass
+
+
+def continuity_for(answer: AnswerState, side: Side) -> Continuity:
+    return Continuity(
+        None,  # type: ignore[arg-type]  # the restart hooks below are called directly
+        Inbound(),
+        side,
+        CallLog(logging.getLogger("test")),
+        answer=answer,
+        sample_rate=16000,
+        hold_bytes=0,
+    )
+
+
+async def swap(continuity: Continuity, error: ConnectionTimeoutError | None = None) -> None:
+    event = BidiBeforeConnectionRestartEvent(
+        agent=None, reason="timeout" if error else "scheduled", timeout_error=error
+    )  # type: ignore[arg-type]
+    await continuity._before_restart(event)
+
+
+async def test_a_swap_after_a_cut_finds_no_answer_to_pick_up() -> None:
+    answer, side = AnswerState(), Side()
+    continuity = continuity_for(answer, side)
+    answer.observe(BidiResponseStartEvent(response_id="r1"))
+    answer.observe(audio("a1", 1.0))
+    answer.cut()  # the person pressed 1: the briefing is over
+    await swap(continuity)
+    assert continuity.stats.cut_answers == 0 and not side.closed and not side.notes
+
+
+async def test_a_swap_mid_answer_closes_it_for_everyone(caplog: pytest.LogCaptureFixture) -> None:
+    answer, side = AnswerState(), Side()
+    continuity = continuity_for(answer, side)
+    answer.observe(BidiResponseStartEvent(response_id="r1"))
+    answer.observe(BidiTranscriptDeltaEvent(delta="Your order shipped on Monday.", role="assistant", content_id="t"))
+    answer.observe(audio("a1", 1.0))
+    caplog.set_level(logging.INFO)
+    await swap(continuity, QuietSwitchTimeout())
+    assert continuity.stats.cut_answers == 1 and side.closed == ["a1"] and side.notes[0][0] == "cut"
+    assert not answer.responding and answer.audio is None and not answer.is_cut("a1")  # what arrived still plays
+    assert "at a quiet moment" in caplog.text
