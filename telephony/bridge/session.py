@@ -8,6 +8,9 @@
 - the *watchdog* (telephony.bridge.time_limits) applying the call's time limits;
 - how the call ends (telephony.bridge.ending): *goodbye* and *apology* tasks, hand-offs to a person
   (telephony.bridge.hand_offs) run once the bot's last words have been heard.
+
+The agent's tools and the warm-transfer desk reach the call through its ``CallLeg`` (hand_offs), continuity
+through the agent link; the session itself is the host of the parts and of the ending.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from telephony.bridge.services import CallServices
 from telephony.bridge.stats import CallStats
 from telephony.bridge.tasks import OwnedTasks
 from telephony.bridge.time_limits import TimeLimits, limits_from
-from telephony.bridge.transfer import HandOffAction, StreamRole, WarmTransfers
+from telephony.bridge.transfer import StreamRole, WarmTransfers
 from telephony.bridge.twilio_stream import DIAL_PARAMETER as DIAL_PARAMETER  # moved there; `voicebot call` uses it
 from telephony.bridge.twilio_stream import TwilioStream, admit
 from telephony.bridge.watchdog import CallClock
@@ -268,19 +271,7 @@ class CallSession:
         if not self.role.on_dtmf(self._leg, digit):
             self.tell_agent(f"The caller pressed {digit} on their keypad.")
 
-    # --- what tools and the server ask (thread-safe where it says so) --------------------------------
-
-    def end_call(self, reason: str) -> None:
-        """``CallControl`` for tools: hang up after what has been said is heard. Thread-safe."""
-        self._leg.end_call(reason)
-
-    def transfer_call(self, destination: str, reason: str, summary: str = "") -> None:
-        """``CallControl`` for tools: move the call to ``destination`` once the hand-off line is heard."""
-        self._leg.transfer_call(destination, reason, summary)
-
-    def hand_off(self, reason: str, action: HandOffAction, now: bool = False) -> None:
-        """Run ``action`` once the bot's last words have been heard (``now``: cut them off first). Thread-safe."""
-        self._leg.hand_off(reason, action, now)
+    # --- what the server asks ------------------------------------------------------------------------
 
     def wrap_up(self, reason: str) -> None:
         """Ask the agent to say goodbye now; the call is ended for it if it has not within the wrap-up time."""
