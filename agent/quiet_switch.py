@@ -5,8 +5,9 @@ its 8-minute cap, Gemini Live 540 s, OpenAI Realtime its timeout less a margin) 
 turn boundary, which neither a caller in mid-sentence nor a tool call delays. :class:`QuietSwitchover`, mixed
 into a model class, looks for a quiet moment in the last stretch before that deadline (the *window*: 15 % of
 ``restart_after_s``, at most 60 s): the caller silent, no answer owed or being generated, no tool running.
-There it ends the connection by raising ``ConnectionTimeoutError`` from ``receive()``, so strands replaces it
-at once (its reactive path) and re-arms its own timer, which stays the backstop when no quiet moment comes.
+There it ends the connection by raising :class:`QuietSwitchTimeout` (a ``ConnectionTimeoutError``) from
+``receive()``, so strands replaces it at once (its reactive path) and re-arms its own timer, which stays the
+backstop when no quiet moment comes.
 The bot's last answer may still be playing at the caller: that is the best moment, since the model is idle
 and the caller is listening.
 
@@ -39,6 +40,8 @@ from strands.bidi.types import (
 )
 from strands.types.tools import ToolResultBlock
 
+from telephony.codec import SPEECH_LEVEL_DBFS
+
 log = logging.getLogger(__name__)
 
 WINDOW_SHARE = 0.15
@@ -50,9 +53,17 @@ QUIET_BOT_S = 0.3
 OWED_FOR_S = 4.0
 """Caller speech no answer followed for this long was not a turn to the model (a cough): stop waiting on it."""
 POLL_S = 0.05
-SPEECH_RMS = 328.0
-"""-40 dBFS: the bridge's level for caller speech."""
+SPEECH_RMS = 32768.0 * 10 ** (SPEECH_LEVEL_DBFS / 20)
+"""The bridge's level for caller speech, as the RMS of 16-bit samples (about 328)."""
 SWITCH_MESSAGE = "quiet switch-over: connection replaced at a quiet moment before its limit"
+
+
+class QuietSwitchTimeout(ConnectionTimeoutError):
+    """Not a real timeout: the connection is replaced at a quiet moment. strands restarts it as after a timeout;
+    the bridge tells the two apart by this type."""
+
+    def __init__(self, message: str = SWITCH_MESSAGE) -> None:
+        super().__init__(message)
 
 
 class QuietSwitchover:
@@ -116,7 +127,7 @@ class QuietSwitchover:
                     if not next_event.done():
                         next_event.cancel()
                         await asyncio.gather(next_event, return_exceptions=True)
-                        raise ConnectionTimeoutError(SWITCH_MESSAGE)
+                        raise QuietSwitchTimeout()
                     try:
                         event = next_event.result()
                     except StopAsyncIteration:
@@ -206,4 +217,4 @@ def with_quiet_switchover(model_class: type) -> type:
     return type(model_class.__name__, (QuietSwitchover, model_class), {"__module__": model_class.__module__})
 
 
-__all__ = ["QuietSwitchover", "with_quiet_switchover"]
+__all__ = ["QuietSwitchTimeout", "QuietSwitchover", "with_quiet_switchover"]

@@ -18,6 +18,8 @@ import numpy as np
 
 __all__ = [
     "FRAME_BYTES",
+    "FRAME_SECONDS",
+    "SPEECH_LEVEL_DBFS",
     "TWILIO_RATE",
     "ULAW_SILENCE",
     "InboundAudio",
@@ -32,6 +34,12 @@ TWILIO_RATE = 8000
 
 FRAME_BYTES = 160
 """One 20 ms μ-law frame at 8 kHz: the unit Twilio sends and expects."""
+
+FRAME_SECONDS = 0.02
+"""The length of one frame: Twilio's unit, and the one caller speech is measured in."""
+
+SPEECH_LEVEL_DBFS = -40.0
+"""Caller audio louder than this is speech (the watchdog, continuity and the quiet switch-over agree on it)."""
 
 ULAW_SILENCE = 0xFF
 """μ-law code for digital zero, used to pad the last frame of a turn."""

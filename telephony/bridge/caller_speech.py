@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from telephony.codec import FRAME_SECONDS as FRAME_S
 from telephony.codec import ulaw_level_dbfs
 
 SPEECH_DBFS = -45.0
 """A frame louder than this is speech (a phone line's noise floor sits well below it)."""
 TURN_GAP_S = 0.5
 """Quiet shorter than this is a pause inside a turn, not its end."""
-FRAME_S = 0.02
 TALKING_OVER_S = 0.1
 """A bot answer that starts while the caller's last voiced frame is this recent talks over them: no latency."""
 

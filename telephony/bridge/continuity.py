@@ -24,7 +24,6 @@ its reader and timer running). :meth:`Continuity.abandon_swap` cancels that task
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import time
@@ -32,272 +31,39 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import numpy as np
 from strands.bidi import BidiAgent
 from strands.bidi.hooks.events import BidiAfterConnectionRestartEvent, BidiBeforeConnectionRestartEvent
 from strands.bidi.types import (
     AudioDelta,
-    BidiAudioDeltaEvent,
-    BidiAudioStopEvent,
-    BidiBargeInEvent,
     BidiConnectionRestartEvent,
     BidiConnectionWarningEvent,
     BidiMessage,
     BidiResponseStartEvent,
-    BidiResponseStopEvent,
-    BidiToolUseBlocksEvent,
-    BidiTranscriptBlockEvent,
-    BidiTranscriptDeltaEvent,
     BidiTranscriptStartEvent,
 )
 from strands.types.content import TextBlock
 
+from agent.quiet_switch import QuietSwitchTimeout
+from telephony.bridge.answer import AnswerState, decoded_length
+from telephony.bridge.cut_answer import CutAnswer, words_heard
+from telephony.bridge.utterance_keeper import UtteranceKeeper
 from telephony.operations.logs import CallLog
 
 log = logging.getLogger(__name__)
 
-FRAME_S = 0.02
-SPEECH_DBFS = -40.0
-"""A 20 ms frame louder than this is caller speech (the bridge's watchdog uses the same level)."""
-ONSET_FRAMES = 2
-PREROLL_S = 0.3
-"""Audio kept before an utterance's first loud frame, so its soft start is carried over too."""
 ABANDON_SWAP_S = 3.0
 """How long a cancelled swap may take to unwind (the Nova adapter finishes a cancelled set-up, up to 2 s)."""
-HANGOVER_S = 0.5
-"""Quiet after the last loud frame that ends an utterance (models end-point after about 0.5-1 s)."""
-UNHEARD_EXPIRY_S = 12.0
-"""An ended utterance the model never transcribed for this long was not speech to it (a cough): let it go."""
-MAX_KEPT_S = 30.0
-"""The longest utterance in progress kept whole; a longer monologue is carried over by its last 30 s."""
 CARRY_CHUNK_S = 0.1
 """Carried-over audio goes to the new connection in chunks this long."""
-CHARS_PER_SECOND = 15.0
-"""Speaking rate used to tell how far into an answer's text the caller heard (about 150 words a minute)."""
-QUIET_SWITCH_PREFIX = "quiet switch-over"
-"""How agent.quiet_switch words the timeout it raises to replace a connection at a quiet moment."""
 RETRY_WINDOW_S = 2.0
 """A send that fails this soon after a swap is retried on the new connection instead of ending the call."""
 
 
-# --- the utterance in progress ------------------------------------------------------------------------
-
-
-@dataclass
-class _Segment:
-    """One stretch of caller speech, in bytes of audio given to the current connection."""
-
-    start: int
-    end: int | None = None
-    """Just after its last loud frame, once it has ended (None while the caller is still speaking)."""
-    ended_at: float | None = None
-    preroll: bool = True
-
-
-class UtteranceKeeper:
-    """The caller audio the current connection has heard but not yet turned into history.
-
-    Fed with every chunk once the connection has taken it (:meth:`sent`); told when the model turned
-    speech into history (:meth:`heard`: a user transcript, or a response from a model that never
-    transcribes). :meth:`unheard` is what a new connection must hear again: from just before the first
-    utterance not yet heard to the end of what was sent. Speech is found by level on 20 ms frames.
-    """
-
-    def __init__(
-        self,
-        sample_rate: int,
-        *,
-        threshold_dbfs: float = SPEECH_DBFS,
-        preroll_s: float = PREROLL_S,
-        hangover_s: float = HANGOVER_S,
-        expiry_s: float = UNHEARD_EXPIRY_S,
-        max_s: float = MAX_KEPT_S,
-    ) -> None:
-        self.sample_rate = sample_rate
-        self._frame_bytes = int(sample_rate * FRAME_S) * 2
-        self._threshold = 32768.0 * 10 ** (threshold_dbfs / 20)
-        self._preroll = int(preroll_s * sample_rate) * 2
-        self._hangover_frames = max(1, round(hangover_s / FRAME_S))
-        self._expiry_s = expiry_s
-        self._max_bytes = int(max_s * sample_rate) * 2
-        self._audio = bytearray()
-        self._base = 0
-        """Offset, in bytes sent to this connection, of ``_audio[0]``."""
-        self._pending = b""
-        self._segments: list[_Segment] = []
-        self._loud_run = 0
-        self._quiet_run = 0
-        self._last_loud_end = 0
-        self.trimmed_bytes = 0
-        """Audio of over-long utterances that could not be kept (their start is not carried over)."""
-
-    @property
-    def _end(self) -> int:
-        return self._base + len(self._audio)
-
-    @property
-    def speaking(self) -> bool:
-        """The caller is in an utterance (or within its hangover)."""
-        return bool(self._segments) and self._segments[-1].end is None
-
-    def sent(self, pcm: bytes, now: float) -> None:
-        """The current connection has taken ``pcm`` (PCM16 mono at ``sample_rate``)."""
-        data = self._pending + pcm
-        first = self._end - len(self._pending)
-        self._audio += pcm
-        usable = len(data) - len(data) % self._frame_bytes
-        if usable:  # the level of every whole frame at once: this runs for each chunk of each call
-            samples = np.frombuffer(data, dtype="<i2", count=usable // 2).astype(np.float32)
-            power = np.mean(np.square(samples.reshape(-1, self._frame_bytes // 2)), axis=1)
-            for index, loud in enumerate((power >= self._threshold**2).tolist()):
-                self._frame(loud, first + index * self._frame_bytes, now)
-        self._pending = data[usable:]
-        self._trim(now)
-
-    def heard(self, now: float) -> None:
-        """The model turned caller speech into history: every utterance that has ended is heard.
-
-        If none has ended, the model end-pointed sooner than we do: the utterance in progress is heard up
-        to now, and whatever the caller says next is a new utterance (without pre-roll, which was heard).
-        """
-        ended = [segment for segment in self._segments if segment.end is not None]
-        if ended:
-            self._segments = [segment for segment in self._segments if segment.end is None]
-        elif self._segments:
-            self._segments[-1].start = self._end
-            self._segments[-1].preroll = False
-        self._trim(now)
-
-    def unheard(self, now: float) -> bytes:
-        """Audio a new connection must hear again (empty when the old one heard everything said)."""
-        self._expire(now)
-        if not self._segments:
-            return b""
-        first = self._segments[0]
-        start = max(self._base, first.start - (self._preroll if first.preroll else 0))
-        return bytes(self._audio[start - self._base :])
-
-    def restart_with(self, carried: bytes, now: float) -> None:
-        """A new connection was given ``carried`` first: keep counting from there."""
-        self._audio = bytearray()
-        self._base = 0
-        self._pending = b""
-        self._segments = []
-        self._loud_run = self._quiet_run = 0
-        self.sent(carried, now)
-
-    def _frame(self, loud: bool, offset: int, now: float) -> None:
-        current = self._segments[-1] if self._segments and self._segments[-1].end is None else None
-        if current is None:
-            self._loud_run = self._loud_run + 1 if loud else 0
-            if self._loud_run >= ONSET_FRAMES:
-                start = offset - (ONSET_FRAMES - 1) * self._frame_bytes
-                self._segments.append(_Segment(start=start))
-                self._quiet_run = 0
-                self._last_loud_end = offset + self._frame_bytes
-            return
-        if loud:
-            self._quiet_run = 0
-            self._last_loud_end = offset + self._frame_bytes
-            return
-        self._quiet_run += 1
-        if self._quiet_run >= self._hangover_frames:
-            current.end, current.ended_at = self._last_loud_end, now
-            self._loud_run = 0
-
-    def _expire(self, now: float) -> None:
-        self._segments = [
-            segment for segment in self._segments if segment.ended_at is None or now - segment.ended_at < self._expiry_s
-        ]
-
-    def _trim(self, now: float) -> None:
-        """Forget audio no new connection will need: all but the pre-roll when nobody is mid-utterance."""
-        self._expire(now)
-        if self._segments:
-            first = self._segments[0]
-            keep_from = max(self._base, first.start - (self._preroll if first.preroll else 0))
-            keep_from = max(keep_from, self._end - self._max_bytes)
-            if keep_from > first.start:
-                self.trimmed_bytes += keep_from - max(self._base, first.start)
-                for segment in self._segments:
-                    segment.start = max(segment.start, keep_from)
-                    segment.preroll = segment.preroll and segment.start > keep_from
-        else:  # keep what the pre-roll of an utterance starting now (or in the frames not yet measured) needs
-            earliest_start = self._end - len(self._pending) - (ONSET_FRAMES - 1) * self._frame_bytes
-            keep_from = max(self._base, earliest_start - self._preroll)
-        if keep_from > self._base:
-            del self._audio[: keep_from - self._base]
-            self._base = keep_from
-
-
-# --- an answer cut by a swap ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CutAnswer:
-    """An answer the model had not finished when its connection was replaced."""
-
-    reason: str
-    """Why the connection was replaced: ``timeout`` (reactive) or ``scheduled`` (proactive)."""
-    text: str
-    """What the model meant to say, as far as its transcript had come."""
-    heard_s: float
-    """Seconds of it the caller hears: all the audio that had arrived (it plays out; nothing clears it)."""
-    heard_text: str
-    """The words those seconds cover, as far as the text tells (estimated at ``CHARS_PER_SECOND``)."""
-    tool_pending: bool
-    """A tool was still running: its result, when it comes, makes the model speak again."""
-
-    def note_detail(self) -> str:
-        return json.dumps(
-            {"reason": self.reason, "heard_s": round(self.heard_s, 2), "heard_text": self.heard_text, "text": self.text}
-        )
-
-    def message_for_agent(self) -> str:
-        """What the new connection is told, so it can pick up where the caller stopped hearing."""
-        prefix = (
-            "Note for you, not from the caller and not to be read out: your connection was replaced while you were "
-            "answering."
-        )
-        if self.heard_s <= 0.05 or not self.heard_text:
-            return f"{prefix} The caller heard none of that answer. Give it now, briefly."
-        if self.heard_text == self.text:
-            return (
-                f'{prefix} The caller heard your answer up to: "{self.heard_text}" but it had not finished. '
-                "Finish it in a few words, without repeating it."
-            )
-        return (
-            f"{prefix} The caller stopped hearing your answer after about {self.heard_s:.0f} seconds, at: "
-            f'"{self.heard_text}". Continue from there, without starting over.'
-        )
-
-
-def decoded_length(base64_text: str) -> int:
-    """Bytes that base64 text decodes to, without decoding it (the session decodes each chunk once already)."""
-    return len(base64_text) * 3 // 4 - base64_text.count("=", -2)
-
-
-def words_heard(text: str, seconds: float, chars_per_second: float = CHARS_PER_SECOND) -> str:
-    """The start of ``text`` that ``seconds`` of speech covers, cut at a word boundary."""
-    text = text.strip()
-    budget = int(seconds * chars_per_second)
-    if budget >= len(text):
-        return text
-    cut = text.rfind(" ", 0, budget + 1)
-    if cut <= 0:  # inside the first word: count it heard once most of it was
-        first = text.split(" ", 1)[0]
-        return first.rstrip(",;:") if budget >= len(first) / 2 else ""
-    return text[:cut].rstrip(" ,;:")
-
-
-# --- the call's side of it ----------------------------------------------------------------------------
-
-
 class CallSide(Protocol):
-    """What continuity needs from the session (``CallSession`` implements it)."""
+    """What continuity needs from the call (the session's agent link implements it)."""
 
     def close_cut_answer(self, content_id: str | None) -> None:
-        """The rest of this bot utterance will never come: close it (end mark, not responding)."""
+        """The rest of this bot utterance will never come: what arrived plays out, then its end mark."""
 
     def goodbye_armed(self) -> bool:
         """The agent ended the call: a cut goodbye is not picked up again."""
@@ -333,16 +99,19 @@ class Continuity:
         side: CallSide,
         call_log: CallLog,
         *,
+        answer: AnswerState,
         sample_rate: int,
         hold_bytes: int,
         held_bytes_per_s: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``hold_bytes`` and ``held_bytes_per_s`` are in the inbound buffer's units (the bridge queues
-        μ-law); ``sample_rate`` is that of the PCM the model is sent."""
+        μ-law); ``sample_rate`` is that of the PCM the model is sent. ``answer`` is the call's answer state (the
+        session feeds it; continuity reads it, and closes an answer a swap cut)."""
         self._agent = agent
         self._inbound = inbound
         self._side = side
+        self._answer = answer
         self._log = call_log
         self._hold_bytes = hold_bytes
         self._bytes_per_s = sample_rate * 2
@@ -359,15 +128,6 @@ class Continuity:
         self._idle.set()
         self._cut: CutAnswer | None = None
         self._transcribes = False
-        self._response_open = False
-        self._audio_open: str | None = None
-        self._audio_s = 0.0
-        self._response_spoke = False
-        self._response_used_tool = False
-        self._barged: set[str] = set()
-        self._answer: list[str] = []
-        self._answer_block: str | None = None
-        self._tools_pending: set[str] = set()
 
     def attach(self) -> None:
         """Register on the agent's restart hooks (they fire at the swap, before the gate reopens)."""
@@ -412,35 +172,13 @@ class Continuity:
         self.keeper.sent(pcm, self._clock())
 
     def agent_event(self, event: Any) -> None:
-        """Every event from ``agent.receive()``, in order (never awaits)."""
+        """Every event from ``agent.receive()``, in order, after the answer state has seen it (never awaits)."""
         if isinstance(event, BidiTranscriptStartEvent) and event.role == "user":
             self._transcribes = True
             self.keeper.heard(self._clock())
         elif isinstance(event, BidiResponseStartEvent):
-            self._response_open, self._response_spoke, self._response_used_tool = True, False, False
-            self._answer, self._answer_block = [], None
             if not self._transcribes:
                 self.keeper.heard(self._clock())
-        elif isinstance(event, BidiResponseStopEvent):
-            self._response_open = False
-        elif isinstance(event, BidiAudioDeltaEvent):
-            self._on_audio(event)
-        elif isinstance(event, BidiAudioStopEvent):
-            if event.content_id == self._audio_open:
-                self._audio_open = None
-        elif isinstance(event, BidiBargeInEvent):
-            if self._audio_open is not None:
-                self._barged.add(self._audio_open)  # the caller cut it, not the swap
-            self._response_open, self._audio_open = False, None
-        elif isinstance(event, BidiTranscriptDeltaEvent) and event.role == "assistant":
-            self._answer.append(event.delta)
-        elif isinstance(event, BidiTranscriptBlockEvent) and event.role == "assistant":
-            self._answer_block = event.transcript
-        elif isinstance(event, BidiToolUseBlocksEvent):
-            self._response_used_tool = True
-            self._tools_pending.update(use["toolUseId"] for use in event.tool_uses)
-        elif event.get("type") == "tool_result":
-            self._tools_pending.discard(str((event.get("tool_result") or {}).get("toolUseId")))
         elif isinstance(event, BidiConnectionRestartEvent):
             self._log.debug("restart event delivered (%s, turn_interrupted=%s)", event.reason, event.turn_interrupted)
         elif isinstance(event, BidiConnectionWarningEvent):
@@ -455,15 +193,6 @@ class Continuity:
         await self._idle.wait()
         return True
 
-    def _on_audio(self, event: BidiAudioDeltaEvent) -> None:
-        if event.content_id in self._barged:
-            return  # the rest of an utterance the caller talked over: never played
-        self._response_spoke = True
-        if event.content_id != self._audio_open:
-            self._audio_open, self._audio_s = event.content_id, 0.0
-        rate = event.sample_rate * event.channels
-        self._audio_s += decoded_length(event.audio) / 2 / rate if rate else 0.0
-
     # --- the restart hooks -----------------------------------------------------------------------------
 
     async def _before_restart(self, event: BidiBeforeConnectionRestartEvent) -> None:
@@ -475,7 +204,7 @@ class Continuity:
         self._inbound.hold(self._hold_bytes)
         why = "scheduled, before the provider's limit"
         if event.timeout_error is not None:
-            quiet = str(event.timeout_error).startswith(QUIET_SWITCH_PREFIX)
+            quiet = isinstance(event.timeout_error, QuietSwitchTimeout)
             why = "at a quiet moment, before the provider's limit" if quiet else f"it timed out: {event.timeout_error}"
         self._log.warning(
             "model connection being replaced (#%d, %s): caller audio is held until the new one takes it",
@@ -491,15 +220,15 @@ class Continuity:
         tool is not (strands' Nova keeps a tool's response open until the next user content): a running tool's
         result makes the next connection speak, and a finished one (``end_conversation``) needs no more words.
         """
-        unspoken = self._response_open and not self._response_spoke and not self._response_used_tool
-        if self._audio_open is None and not unspoken:
+        answer = self._answer
+        unspoken = answer.responding and not answer.spoke and not answer.used_tool
+        if answer.audio is None and not unspoken:
             return None
-        text = (self._answer_block if self._answer_block is not None else "".join(self._answer)).strip()
-        heard_s = self._audio_s if self._audio_open is not None else 0.0
-        cut = CutAnswer(reason, text, heard_s, words_heard(text, heard_s), bool(self._tools_pending))
+        text = answer.text
+        heard_s = answer.audio_s if answer.audio is not None else 0.0
+        cut = CutAnswer(reason, text, heard_s, words_heard(text, heard_s), bool(answer.tools_pending))
         self.stats.cut_answers += 1
-        self._side.close_cut_answer(self._audio_open)
-        self._response_open, self._audio_open = False, None
+        self._side.close_cut_answer(answer.close())  # over for the session and the ending too
         self._side.note("cut", cut.note_detail())
         self._log.warning(
             "the model's answer was cut by the swap after %.1f s of audio; the caller hears it up to: %r",
@@ -586,4 +315,12 @@ def connection_config(agent: BidiAgent) -> dict[str, Any]:
         return {}
 
 
-__all__ = ["CallSide", "Continuity", "ContinuityStats", "CutAnswer", "UtteranceKeeper", "words_heard"]
+__all__ = [
+    "CallSide",
+    "Continuity",
+    "ContinuityStats",
+    "CutAnswer",
+    "UtteranceKeeper",
+    "decoded_length",
+    "words_heard",
+]

@@ -36,7 +36,10 @@ class EndingSide(Protocol):
     """What the ending needs from its call (``CallSession`` implements it)."""
 
     call: CallInfo | None
-    playback: Playback | None
+
+    @property
+    def playback(self) -> Playback | None:
+        """What we send to Twilio (None until the stream has started)."""
 
     @property
     def log(self) -> CallLog:
@@ -44,7 +47,7 @@ class EndingSide(Protocol):
 
     @property
     def responding(self) -> bool:
-        """The model is still producing an answer: the goodbye waits for it."""
+        """The model is still producing an answer (telephony.bridge.answer): the goodbye waits for it."""
 
     @property
     def ended(self) -> bool: ...
@@ -58,7 +61,7 @@ class EndingSide(Protocol):
     def count_error(self, kind: str) -> None: ...
 
     def cut_off(self) -> int:
-        """Silence the bot mid-sentence; returns the frames dropped."""
+        """Silence the bot mid-sentence, its reply over for everyone (``responding`` too); the frames dropped."""
 
 
 class CallEnding:

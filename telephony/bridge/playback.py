@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from telephony.bridge.protocol import clear_message, mark_message, media_message
-from telephony.codec import FRAME_BYTES
+from telephony.codec import FRAME_BYTES, FRAME_SECONDS
 
-FRAME_SECONDS = 0.02
 POLL_S = 0.05
 """How often the waits below look at the marks."""
 

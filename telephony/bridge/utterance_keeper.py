@@ -1,0 +1,175 @@
+"""The caller audio a model connection has heard but not yet turned into history.
+
+When strands replaces a model's connection, a caller in mid-sentence has been heard in part by the old one:
+:class:`UtteranceKeeper` keeps what the current connection was given since the last utterance it turned into
+history, so that audio goes to the new connection first (telephony.bridge.continuity).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from telephony.codec import FRAME_SECONDS as FRAME_S
+from telephony.codec import SPEECH_LEVEL_DBFS as SPEECH_DBFS
+
+ONSET_FRAMES = 2
+PREROLL_S = 0.3
+"""Audio kept before an utterance's first loud frame, so its soft start is carried over too."""
+HANGOVER_S = 0.5
+"""Quiet after the last loud frame that ends an utterance (models end-point after about 0.5-1 s)."""
+UNHEARD_EXPIRY_S = 12.0
+"""An ended utterance the model never transcribed for this long was not speech to it (a cough): let it go."""
+MAX_KEPT_S = 30.0
+"""The longest utterance in progress kept whole; a longer monologue is carried over by its last 30 s."""
+
+
+@dataclass
+class _Segment:
+    """One stretch of caller speech, in bytes of audio given to the current connection."""
+
+    start: int
+    end: int | None = None
+    """Just after its last loud frame, once it has ended (None while the caller is still speaking)."""
+    ended_at: float | None = None
+    preroll: bool = True
+
+
+class UtteranceKeeper:
+    """The caller audio the current connection has heard but not yet turned into history.
+
+    Fed with every chunk once the connection has taken it (:meth:`sent`); told when the model turned
+    speech into history (:meth:`heard`: a user transcript, or a response from a model that never
+    transcribes). :meth:`unheard` is what a new connection must hear again: from just before the first
+    utterance not yet heard to the end of what was sent. Speech is found by level on 20 ms frames.
+    """
+
+    def __init__(
+        self,
+        sample_rate: int,
+        *,
+        threshold_dbfs: float = SPEECH_DBFS,
+        preroll_s: float = PREROLL_S,
+        hangover_s: float = HANGOVER_S,
+        expiry_s: float = UNHEARD_EXPIRY_S,
+        max_s: float = MAX_KEPT_S,
+    ) -> None:
+        self.sample_rate = sample_rate
+        self._frame_bytes = int(sample_rate * FRAME_S) * 2
+        self._threshold = 32768.0 * 10 ** (threshold_dbfs / 20)
+        self._preroll = int(preroll_s * sample_rate) * 2
+        self._hangover_frames = max(1, round(hangover_s / FRAME_S))
+        self._expiry_s = expiry_s
+        self._max_bytes = int(max_s * sample_rate) * 2
+        self._audio = bytearray()
+        self._base = 0
+        """Offset, in bytes sent to this connection, of ``_audio[0]``."""
+        self._pending = b""
+        self._segments: list[_Segment] = []
+        self._loud_run = 0
+        self._quiet_run = 0
+        self._last_loud_end = 0
+        self.trimmed_bytes = 0
+        """Audio of over-long utterances that could not be kept (their start is not carried over)."""
+
+    @property
+    def _end(self) -> int:
+        return self._base + len(self._audio)
+
+    @property
+    def speaking(self) -> bool:
+        """The caller is in an utterance (or within its hangover)."""
+        return bool(self._segments) and self._segments[-1].end is None
+
+    def sent(self, pcm: bytes, now: float) -> None:
+        """The current connection has taken ``pcm`` (PCM16 mono at ``sample_rate``)."""
+        data = self._pending + pcm
+        first = self._end - len(self._pending)
+        self._audio += pcm
+        usable = len(data) - len(data) % self._frame_bytes
+        if usable:  # the level of every whole frame at once: this runs for each chunk of each call
+            samples = np.frombuffer(data, dtype="<i2", count=usable // 2).astype(np.float32)
+            power = np.mean(np.square(samples.reshape(-1, self._frame_bytes // 2)), axis=1)
+            for index, loud in enumerate((power >= self._threshold**2).tolist()):
+                self._frame(loud, first + index * self._frame_bytes, now)
+        self._pending = data[usable:]
+        self._trim(now)
+
+    def heard(self, now: float) -> None:
+        """The model turned caller speech into history: every utterance that has ended is heard.
+
+        If none has ended, the model end-pointed sooner than we do: the utterance in progress is heard up
+        to now, and whatever the caller says next is a new utterance (without pre-roll, which was heard).
+        """
+        ended = [segment for segment in self._segments if segment.end is not None]
+        if ended:
+            self._segments = [segment for segment in self._segments if segment.end is None]
+        elif self._segments:
+            self._segments[-1].start = self._end
+            self._segments[-1].preroll = False
+        self._trim(now)
+
+    def unheard(self, now: float) -> bytes:
+        """Audio a new connection must hear again (empty when the old one heard everything said)."""
+        self._expire(now)
+        if not self._segments:
+            return b""
+        first = self._segments[0]
+        start = max(self._base, first.start - (self._preroll if first.preroll else 0))
+        return bytes(self._audio[start - self._base :])
+
+    def restart_with(self, carried: bytes, now: float) -> None:
+        """A new connection was given ``carried`` first: keep counting from there."""
+        self._audio = bytearray()
+        self._base = 0
+        self._pending = b""
+        self._segments = []
+        self._loud_run = self._quiet_run = 0
+        self.sent(carried, now)
+
+    def _frame(self, loud: bool, offset: int, now: float) -> None:
+        current = self._segments[-1] if self._segments and self._segments[-1].end is None else None
+        if current is None:
+            self._loud_run = self._loud_run + 1 if loud else 0
+            if self._loud_run >= ONSET_FRAMES:
+                start = offset - (ONSET_FRAMES - 1) * self._frame_bytes
+                self._segments.append(_Segment(start=start))
+                self._quiet_run = 0
+                self._last_loud_end = offset + self._frame_bytes
+            return
+        if loud:
+            self._quiet_run = 0
+            self._last_loud_end = offset + self._frame_bytes
+            return
+        self._quiet_run += 1
+        if self._quiet_run >= self._hangover_frames:
+            current.end, current.ended_at = self._last_loud_end, now
+            self._loud_run = 0
+
+    def _expire(self, now: float) -> None:
+        self._segments = [
+            segment for segment in self._segments if segment.ended_at is None or now - segment.ended_at < self._expiry_s
+        ]
+
+    def _trim(self, now: float) -> None:
+        """Forget audio no new connection will need: all but the pre-roll when nobody is mid-utterance."""
+        self._expire(now)
+        if self._segments:
+            first = self._segments[0]
+            keep_from = max(self._base, first.start - (self._preroll if first.preroll else 0))
+            keep_from = max(keep_from, self._end - self._max_bytes)
+            if keep_from > first.start:
+                self.trimmed_bytes += keep_from - max(self._base, first.start)
+                for segment in self._segments:
+                    segment.start = max(segment.start, keep_from)
+                    segment.preroll = segment.preroll and segment.start > keep_from
+        else:  # keep what the pre-roll of an utterance starting now (or in the frames not yet measured) needs
+            earliest_start = self._end - len(self._pending) - (ONSET_FRAMES - 1) * self._frame_bytes
+            keep_from = max(self._base, earliest_start - self._preroll)
+        if keep_from > self._base:
+            del self._audio[: keep_from - self._base]
+            self._base = keep_from
+
+
+__all__ = ["UtteranceKeeper"]
