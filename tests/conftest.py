@@ -64,17 +64,30 @@ class Harness:
 
 @pytest.fixture(autouse=True)
 def restore_logging() -> Iterator[None]:
-    """Put the root logger back after each test.
+    """Put logging back after each test.
 
     ``voicebot`` commands install a stderr handler (``configure_logging``); under pytest that stderr is a
     capture file closed after the test, and later tests' log lines would hit it ("I/O operation on closed
-    file").
+    file"). ``voicebot test`` and ``voicebot replay --offline`` quiet named loggers (``telephony`` to ERROR): put
+    every logger's level back too, or a later test's ``caplog`` sees nothing, depending on which tests ran
+    before it in the same process (pytest-xdist orders them differently from a serial run).
     """
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
+    for name, logger in named_loggers().items():  # to the levels before any test (module fixtures run commands too)
+        if logger.level != (before := LOGGER_LEVELS.get(name, logging.NOTSET)):  # a logger made since inherited
+            logger.setLevel(before)
+
+
+def named_loggers() -> dict[str, logging.Logger]:
+    return {name: lg for name, lg in logging.Logger.manager.loggerDict.items() if isinstance(lg, logging.Logger)}
+
+
+LOGGER_LEVELS = {name: logger.level for name, logger in named_loggers().items()}
+"""Each named logger's level when the tests were collected."""
 
 
 serve = serve_app
