@@ -160,8 +160,9 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
     ),
     "realtime": (
         "bridge/test_long_calls.py",
+        "simulation/test_demo.py",
         "simulation/test_long_calls_nova.py",
-        "simulation/test_replay.py",
+        "simulation/test_scenarios.py",
     ),
 }
 """Test ids under tests/ (prefixes) for each marker in pyproject.toml; tests using ``local_nova`` are ``emulator``."""
