@@ -64,17 +64,30 @@ class Harness:
 
 @pytest.fixture(autouse=True)
 def restore_logging() -> Iterator[None]:
-    """Put the root logger back after each test.
+    """Put logging back after each test.
 
     ``voicebot`` commands install a stderr handler (``configure_logging``); under pytest that stderr is a
     capture file closed after the test, and later tests' log lines would hit it ("I/O operation on closed
-    file").
+    file"). ``voicebot test`` and ``voicebot replay --offline`` quiet named loggers (``telephony`` to ERROR): put
+    every logger's level back too, or a later test's ``caplog`` sees nothing, depending on which tests ran
+    before it in the same process (pytest-xdist orders them differently from a serial run).
     """
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
+    for name, logger in named_loggers().items():  # to the levels before any test (module fixtures run commands too)
+        if logger.level != (before := LOGGER_LEVELS.get(name, logging.NOTSET)):  # a logger made since inherited
+            logger.setLevel(before)
+
+
+def named_loggers() -> dict[str, logging.Logger]:
+    return {name: lg for name, lg in logging.Logger.manager.loggerDict.items() if isinstance(lg, logging.Logger)}
+
+
+LOGGER_LEVELS = {name: logger.level for name, logger in named_loggers().items()}
+"""Each named logger's level when the tests were collected."""
 
 
 serve = serve_app
@@ -131,3 +144,41 @@ async def settle_tasks(baseline: set[asyncio.Task[Any]], timeout: float = 3.0) -
 @pytest.fixture
 def settings() -> Settings:
     return TEST_SETTINGS
+
+
+SLOW_KINDS: dict[str, tuple[str, ...]] = {
+    "slow": (
+        "operations/",
+        "test_cli.py::test_serve_model_flag_reaches_the_default_agent",
+        "twilio/test_local_twilio_api.py::test_in_its_own_process_",
+    ),
+    "browser": ("console/test_console_browser.py", "console/test_console_pages.py"),
+    "emulator": (
+        "simulation/test_local_nova.py",
+        "simulation/test_long_calls_nova.py",
+        "simulation/test_scenarios.py::test_the_brain_also_plays_on_the_local_nova_emulator",
+    ),
+    "realtime": (
+        "bridge/test_long_calls.py",
+        "simulation/test_demo.py",
+        "simulation/test_long_calls_nova.py",
+        "simulation/test_scenarios.py",
+    ),
+}
+"""Test ids under tests/ (prefixes) for each marker in pyproject.toml; tests using ``local_nova`` are ``emulator``."""
+
+FIXTURE_KINDS = {"local_nova": "emulator"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow kinds from one table, so a tier is a ``-m`` expression and no test file has to say so."""
+    for item in items:
+        for kind in kinds_of(item.nodeid.removeprefix("tests/"), getattr(item, "fixturenames", ())):
+            item.add_marker(kind)
+
+
+def kinds_of(test_id: str, fixtures: Sequence[str]) -> set[str]:
+    """The markers a test gets: by where it is (``SLOW_KINDS``) and by the fixtures it uses."""
+    kinds = {kind for kind, prefixes in SLOW_KINDS.items() if test_id.startswith(prefixes)}
+    return kinds | {kind for fixture, kind in FIXTURE_KINDS.items() if fixture in fixtures}

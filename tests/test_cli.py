@@ -13,6 +13,8 @@ from telephony.call_info import CallInfo
 from telephony.cli import apply_overrides, build_parser, main
 from telephony.config import AgentSettings, Settings
 
+from .ports import free_port
+
 
 def test_serve_flags_override_the_environment() -> None:
     argv = ["serve", "--host", "0.0.0.0", "--port", "9001", "--agent", "mypkg.bot:make", "--model", "local"]
@@ -63,14 +65,6 @@ async def test_factories_may_be_async_and_must_return_a_bidi_agent() -> None:
 
     with pytest.raises(AgentFactoryError, match=r"expected strands\.bidi\.BidiAgent"):
         await build_agent(wrong, call)  # type: ignore[arg-type]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def test_serve_model_flag_reaches_the_default_agent(tmp_path: Path) -> None:

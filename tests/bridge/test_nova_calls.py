@@ -489,13 +489,13 @@ async def test_missing_credentials_get_the_apology_and_say_which_variables_to_se
 async def test_an_unreachable_endpoint_gets_the_apology_and_names_the_endpoint(
     local_nova: LocalNova, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with socket.socket() as sock:
+    with socket.socket() as sock:  # bound for the whole call but never listening: no other test can take it
         sock.bind(("127.0.0.1", 0))
         endpoint = f"https://127.0.0.1:{sock.getsockname()[1]}"  # nothing listens there
-    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", endpoint)
-    caplog.set_level(logging.INFO)
-    async with nova_line(local_nova, monkeypatch) as line:
-        call = await call_until_hung_up(line)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", endpoint)
+        caplog.set_level(logging.INFO)
+        async with nova_line(local_nova, monkeypatch) as line:
+            call = await call_until_hung_up(line)
     assert heard_the_apology(call)
     assert "agent failed mid-call: SmithyError: AWS_IO_SOCKET_CONNECTION_REFUSED" in caplog.text
     assert f"what to do: cannot reach Bedrock at {endpoint} (AWS_IO_SOCKET_CONNECTION_REFUSED)" in caplog.text
@@ -583,17 +583,14 @@ async def test_a_reset_stream_ends_the_call_with_the_apology_and_shutdown_does_n
     caplog.set_level(logging.INFO)
     async with nova_line(local_nova, monkeypatch, rest=rest) as line:
         call = await call_until_hung_up(line)
-        closed_at = time.monotonic()
-        await until(lambda: not line.app.state.sessions, timeout=2.0, what="the session to finish")
-        teardown_s = time.monotonic() - closed_at
+        await until(lambda: not line.app.state.sessions, what="the session to finish")
 
     assert local_nova.sessions[0].ended_by == "fault: reset"
     assert seconds_of(heard_hz(call), GREETING_HZ) == pytest.approx(0.4, abs=0.06)
     assert heard_the_apology(call) and len(rest.calls) == 1
     assert call.heard[-1].at < 1.5 + len(load_apology()) / 8000 + 1.5  # apology right after the reset
-    assert teardown_s < 1.0  # the agent stopped at once (no 5 s stop timeout)
     assert "agent failed mid-call: ModelStreamClosed" in caplog.text
-    assert "agent did not stop cleanly" not in caplog.text
+    assert "agent did not stop cleanly" not in caplog.text  # the agent stopped by itself, not at the 5 s stop timeout
 
 
 async def test_a_stalled_stream_ends_the_call_with_the_apology_after_the_silence_limit(
@@ -605,14 +602,12 @@ async def test_a_stalled_stream_ends_the_call_with_the_apology_after_the_silence
     caplog.set_level(logging.INFO)
     async with nova_line(local_nova, monkeypatch, rest=rest, agent_silence_timeout_s=1.5) as line:
         call = await call_until_hung_up(line, speak_at_s=1.5)
-        closed_at = time.monotonic()
-        await until(lambda: not line.app.state.sessions, timeout=3.0, what="the session to finish")
-        teardown_s = time.monotonic() - closed_at
+        await until(lambda: not line.app.state.sessions, what="the session to finish")
 
     assert local_nova.sessions[0].ended_by == "fault: stall"
     assert heard_the_apology(call) and len(rest.calls) == 1
     apology_started = min(frame.at for frame in call.heard if frame.payload == load_apology()[:160])
     # the caller spoke at 1.5 s; the agent's last event was the greeting's (~0.7 s), so the 1.5 s limit has passed
     assert 1.5 < apology_started < 1.5 + 0.5 + 1.5
-    assert teardown_s < 2.5
+    assert "agent did not stop cleanly" not in caplog.text  # the agent stopped by itself, not at the 5 s stop timeout
     assert "agent unresponsive: the caller spoke and the agent produced nothing" in caplog.text

@@ -14,6 +14,7 @@ dependency; its own browser download is never used). Skipped, saying why, where 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import re
@@ -139,11 +140,14 @@ async def wait_for_stats(page: Any, condition: str) -> None:
 
 
 def record_timing(name: str, seconds: float) -> None:
+    """Merge one figure into timings.json under a file lock: pytest-xdist workers write it at the same time."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / "timings.json"
-    timings = json.loads(path.read_text()) if path.is_file() else {}
-    timings[name] = round(seconds, 2)
-    path.write_text(json.dumps(timings, indent=2) + "\n")
+    with (ARTIFACTS / "timings.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        timings = json.loads(path.read_text()) if path.is_file() else {}
+        timings[name] = round(seconds, 2)
+        path.write_text(json.dumps(timings, indent=2) + "\n")
 
 
 async def wait_for_recording(base: str, call_sid: str) -> dict[str, Any]:

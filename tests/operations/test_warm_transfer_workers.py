@@ -44,8 +44,6 @@ OUR_NUMBER = "+15550002222"
 CALLER_NUMBER = "+15550001111"
 PERSON_NUMBER = "+15557654321"
 BRIEF_TONE = 700  # tests/bridge/test_warm_transfer.py's BRIEF_BY_VOICE speaks the briefing at 700 Hz
-BUDGET_S = 45.0
-"""The two transfers, after the server is up (each takes about 3 s here)."""
 
 pytestmark = pytest.mark.skipif(
     nginx_binary() is None,
@@ -216,8 +214,8 @@ async def test_a_warm_transfer_stays_on_the_worker_that_holds_it(tmp_path: Path)
             await twilio.settle(10)
         finally:
             await twilio.aclose()
-        elapsed = time.monotonic() - started
-        assert elapsed < BUDGET_S, f"the two transfers took {elapsed:.1f} s"
+        # A figure, not a threshold (a loaded machine stretches it): benchmarks/warm_transfer.py times transfers.
+        print(f"the two warm transfers across workers took {time.monotonic() - started:.1f} s")
 
         # Every callback was accepted, and each went to the worker named in its URL, which held the transfer.
         assert twilio.callbacks, "Twilio posted no status callbacks"

@@ -26,8 +26,8 @@ import pytest
 from telephony.operations.nginx import SHIPPED, shipped_config
 from telephony.simulation.caller import SimulatedCaller, StreamTarget, answer, twilio_signature
 from telephony.simulation.local_nginx import local_nginx, nginx_binary
-from telephony.simulation.local_server import free_port_run as free_ports
 
+from ..ports import free_ports
 from ..waiting import until
 from .server_process import wait_until_healthy
 

@@ -9,7 +9,6 @@ import json
 import logging
 import math
 import re
-import time
 import wave
 from pathlib import Path
 
@@ -206,26 +205,18 @@ async def test_a_queue_the_disk_cannot_drain_stops_recording_at_once(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="telephony.recording.recorder")
     recorder = CallRecorder(CALL, tmp_path / "call", max_queued=3)  # its writer is not running yet: a stuck disk
-    started = time.perf_counter()
-    for _ in range(1000):
+    for _ in range(3):
         recorder.twilio_received('{"event":"media"}')
-    assert time.perf_counter() - started < 0.5
+    assert recorder.stopped_reason is None
+    recorder.twilio_received('{"event":"media"}')  # no room: recording stops on this event, nothing waits for room
+    assert recorder.stopped_reason is not None
+    for _ in range(1000):
+        recorder.twilio_received('{"event":"media"}')  # (a hook that waited for room would never return here)
     assert recorder.stopped_reason == "3 events waiting: the disk cannot keep up"
     assert sum("recording stopped" in record.getMessage() for record in caplog.records) == 1
     recorder._thread.start()
     await asyncio.wait_for(recorder.call_ended("done", "caller"), 5)
     assert not recorder._thread.is_alive()
-
-
-def test_recorder_hooks_cost_microseconds() -> None:
-    """Measured, so the figure in the README stays honest; bounded loosely so slow CI machines pass."""
-    recorder = CallRecorder(CALL, Path("/nonexistent"), max_queued=200_000)
-    message = json.dumps({"event": "media", "media": {"payload": "/" * 216}})
-    started = time.perf_counter()
-    for _ in range(50_000):
-        recorder.twilio_received(message)
-    per_call = (time.perf_counter() - started) / 50_000
-    assert per_call < 50e-6, f"{per_call * 1e6:.1f} µs per hook call"
 
 
 def test_folder_names_are_safe_and_dated(tmp_path: Path) -> None:
