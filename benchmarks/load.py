@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 import websockets  # noqa: E402
 
 from telephony.codec import pcm16_to_ulaw  # noqa: E402
-from telephony.simulation.caller import AnswerError, StreamTarget, parse_stream, twilio_signature  # noqa: E402
+from telephony.simulation.caller.simulated_caller import AnswerError, StreamTarget, parse_stream, twilio_signature  # noqa: E402
 from telephony.twilio.security import public_url_for  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")

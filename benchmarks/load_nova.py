@@ -57,7 +57,7 @@ from load import (
     process_tree,
 )
 
-from telephony.simulation.local_server import free_port_run
+from telephony.simulation.local_app.loopback import free_port_run
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

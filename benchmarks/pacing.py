@@ -36,7 +36,7 @@ from strands.bidi import BidiAgent  # noqa: E402
 
 from telephony.app import create_app  # noqa: E402
 from telephony.bridge.playback import Playback  # noqa: E402
-from telephony.simulation.caller import SimulatedCaller  # noqa: E402
+from telephony.simulation.caller.simulated_caller import SimulatedCaller  # noqa: E402
 from tests.audio import frame_hz  # noqa: E402
 from tests.conftest import TEST_SETTINGS, serve  # noqa: E402
 from tests.fakes.model import BargeIn, Hold, Say, ScriptedModel, WaitForAudio  # noqa: E402

@@ -31,7 +31,7 @@ from agent.tools import accept_transfer, decline_transfer, end_conversation, tra
 from telephony.app import create_app
 from telephony.call_info import CallInfo
 from telephony.config import Settings
-from telephony.simulation.local_server import serve_app
+from telephony.simulation.local_app.loopback import serve_app
 from telephony.twilio.call_control import TwilioCallControl
 from tests.fakes.model import CallTool, Hold, Say, ScriptedModel, UserSaid, WaitForText
 from tests.fakes.twilio import ULAW_SILENCE

@@ -53,8 +53,8 @@ from strands.types.tools import ToolResultBlock
 
 from telephony.bridge.observer import QuietObserver
 from telephony.codec import ulaw_to_pcm16
-from telephony.simulation.caller import FRAME_SECONDS, SimulatedCaller
-from telephony.simulation.local_nova.brain import CallerTurn, Reply, Tone, ToolRequest, render_audio
+from telephony.simulation.caller.simulated_caller import FRAME_SECONDS, SimulatedCaller
+from telephony.simulation.local_nova.replies import CallerTurn, Reply, Tone, ToolRequest, render_audio
 from telephony.simulation.local_nova.turns import LevelDetector, SpeechEnded, SpeechStarted
 
 RATE = 16000

@@ -36,7 +36,7 @@ from strands.bidi.types import (
 from agent.pcm_model import END, PcmModel
 from agent.tools import end_conversation
 from telephony.call_info import CallInfo
-from telephony.simulation.local_nova.brain import dominant_hz
+from telephony.simulation.local_nova.replies import dominant_hz
 
 from .model import tone
 

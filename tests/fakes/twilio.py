@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from telephony.codec import FRAME_BYTES
-from telephony.simulation.caller import FRAME_SECONDS, ULAW_SILENCE, Heard, Received, SimulatedCaller
+from telephony.simulation.caller.simulated_caller import FRAME_SECONDS, ULAW_SILENCE, Heard, Received, SimulatedCaller
 
 __all__ = ["FRAME_BYTES", "FRAME_SECONDS", "ULAW_SILENCE", "FakeTwilioCall", "Heard", "Received"]
 

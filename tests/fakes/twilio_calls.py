@@ -36,7 +36,7 @@ import httpx
 from twilio.http.response import Response
 from twilio.request_validator import RequestValidator
 
-from telephony.simulation.caller import SimulatedCaller, parse_stream
+from telephony.simulation.caller.simulated_caller import SimulatedCaller, parse_stream
 
 from .twilio_http import RecordingHttpClient, Reply, form_fields
 

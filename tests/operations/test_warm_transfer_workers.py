@@ -29,7 +29,7 @@ import httpx
 import pytest
 from aiohttp import BasicAuth, web
 
-from telephony.simulation.local_nginx import nginx_binary
+from telephony.simulation.local_app.nginx import nginx_binary
 
 from ..audio import frame_hz
 from ..fakes.twilio import ULAW_SILENCE

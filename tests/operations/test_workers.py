@@ -24,9 +24,9 @@ import httpx
 import pytest
 
 from telephony.operations.nginx import SHIPPED, shipped_config
-from telephony.simulation.caller import SimulatedCaller, StreamTarget, answer, twilio_signature
-from telephony.simulation.local_nginx import local_nginx, nginx_binary
-from telephony.simulation.local_server import free_port_run as free_ports
+from telephony.simulation.caller.simulated_caller import SimulatedCaller, StreamTarget, answer, twilio_signature
+from telephony.simulation.local_app.nginx import local_nginx, nginx_binary
+from telephony.simulation.local_app.loopback import free_port_run as free_ports
 
 from ..waiting import until
 from .server_process import wait_until_healthy

@@ -23,8 +23,8 @@ from strands.bidi import BidiAgent
 from agent.bedrock_endpoint import BedrockNovaSonicModel
 from agent.tools import end_conversation
 from telephony.app import create_app
+from telephony.simulation.local_app.loopback import serve_app
 from telephony.simulation.local_nova import Fault, LocalNova, Pacing, SetupDelay, TimeLimits
-from telephony.simulation.local_server import serve_app
 
 from ..conftest import TEST_SETTINGS
 from ..fakes.long_call import (

@@ -4,9 +4,9 @@ It checks every event the client sends (``protocol``), answers through a pluggab
 (``brain``, ``turns``), and reproduces Nova's limits and failures on a compressed clock (``faults``).
 """
 
-from .brain import Brain, CallerTurn, Pcm, Reply, ScriptedBrain, Tone, ToolRequest
 from .faults import Fault, SetupDelay, TimeLimits
 from .protocol import Limits
+from .replies import Brain, CallerTurn, Pcm, Reply, ScriptedBrain, Tone, ToolRequest
 from .server import LocalNova
 from .session import SessionRecord
 from .turns import INTERRUPTED_MARKER, Pacing
