@@ -46,10 +46,19 @@ from telephony.app import create_app  # noqa: E402
 from telephony.bridge.continuity import Continuity  # noqa: E402
 from telephony.config import Settings  # noqa: E402
 from telephony.simulation.caller.simulated_caller import SimulatedCaller  # noqa: E402
+from telephony.simulation.fakes.long_call import (  # noqa: E402
+    LimitedModel,
+    Score,
+    Tap,
+    ToneConversation,
+    lookup,
+    make_plan,
+    score,
+    talk,
+)
+from telephony.simulation.local_app.loopback import serve_app  # noqa: E402
 from telephony.simulation.local_nova import Fault, LocalNova, Pacing, SetupDelay, TimeLimits  # noqa: E402
 from telephony.simulation.local_nova.pytest_plugin import _FAKE_ENV  # noqa: E402
-from telephony.simulation.local_app.loopback import serve_app  # noqa: E402
-from tests.fakes.long_call import LimitedModel, Score, Tap, ToneConversation, lookup, make_plan, score, talk  # noqa: E402
 
 SETTINGS = Settings(greeting="", prewarm=False, hangup_grace_s=0.3, agent_start_timeout_s=15.0)
 SUMMARY = re.compile(r"call=(?P<sid>CA\w+) \| call ended \|.*caller_audio_dropped_chunks=(?P<dropped>\d+)")
