@@ -1,7 +1,7 @@
 """Long calls: what a caller notices when the model's connection is replaced, over 100+ restarts.
 
 Each call runs through the real app (in this process, on loopback) with a simulated Twilio caller who
-speaks tones whose pitch names each utterance (tests/fakes/long_call.py): questions, a question that needs
+speaks tones whose pitch names each utterance (telephony/simulation/fakes/long_call/): questions, a question that needs
 a tool, a long answer it talks over, goodbye. The model side is either
 
 - ``fake``: a ``BidiModel`` whose connections strands replaces every 2-5 s, proactively (declared
