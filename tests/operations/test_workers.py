@@ -25,8 +25,8 @@ import pytest
 
 from telephony.operations.nginx import SHIPPED, shipped_config
 from telephony.simulation.caller.simulated_caller import SimulatedCaller, StreamTarget, answer, twilio_signature
-from telephony.simulation.local_app.nginx import local_nginx, nginx_binary
 from telephony.simulation.local_app.loopback import free_port_run as free_ports
+from telephony.simulation.local_app.nginx import local_nginx, nginx_binary
 
 from ..waiting import until
 from .server_process import wait_until_healthy
