@@ -36,10 +36,11 @@ from strands.bidi import BidiAgent  # noqa: E402
 
 from telephony.app import create_app  # noqa: E402
 from telephony.bridge.playback import Playback  # noqa: E402
-from telephony.simulation.caller import SimulatedCaller  # noqa: E402
-from tests.audio import frame_hz  # noqa: E402
-from tests.conftest import TEST_SETTINGS, serve  # noqa: E402
-from tests.fakes.model import BargeIn, Hold, Say, ScriptedModel, WaitForAudio  # noqa: E402
+from telephony.simulation.caller.simulated_caller import SimulatedCaller  # noqa: E402
+from telephony.simulation.fakes.audio import frame_hz  # noqa: E402
+from telephony.simulation.fakes.scripted_model import BargeIn, Hold, Say, ScriptedModel, WaitForAudio  # noqa: E402
+from telephony.simulation.fakes.settings import TEST_SETTINGS  # noqa: E402
+from telephony.simulation.local_app.loopback import serve_app  # noqa: E402
 
 
 class DelayedCaller(SimulatedCaller):
@@ -124,7 +125,7 @@ async def one_run(lead_ms: int, delay: float, stalls: bool) -> dict[str, float]:
         observers=[timeline],
     )
     with StallingWrites() if stalls else contextlib.nullcontext():
-        async with serve(app) as base:
+        async with serve_app(app) as base:
             DelayedCaller.delay = delay
             async with DelayedCaller(f"ws://{base}/media-stream") as call:
                 await call.connect()

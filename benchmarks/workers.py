@@ -75,7 +75,7 @@ from load import (
     process_tree,
 )
 
-from telephony.simulation.local_server import free_port_run
+from telephony.simulation.local_app.loopback import free_port_run
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_URL = "https://voice.example.com"

@@ -21,7 +21,8 @@ from telephony.bridge.session import DIAL_PARAMETER
 from telephony.config import DEFAULT_AGENT, MAX_WORKERS, MODEL_PROVIDERS, ConfigError, Settings, load_settings, validate
 from telephony.operations.logs import configure_logging
 from telephony.recording.recorder import record_dir_problem
-from telephony.simulation import replay, test_command
+from telephony.simulation.replay import command as replay
+from telephony.simulation.scenarios import command as test_command
 from telephony.twilio.dialer import parse_params, place_call
 from telephony.twilio.numbers import configure_number
 from telephony.twilio.rest import rest_client

@@ -18,6 +18,7 @@ from telephony.app import create_app
 from telephony.bridge.observer import ObserverFactory
 from telephony.call_info import CallInfo
 from telephony.config import Settings
+from telephony.simulation.fakes.settings import TEST_SETTINGS
 from telephony.simulation.local_server import serve_app
 
 from .fakes.model import ScriptedModel, Step
@@ -28,16 +29,6 @@ pytest_plugins = ["telephony.simulation.local_nova.pytest_plugin"]  # the `local
 
 # boto3 must never probe the instance-metadata address; tests touch no network but loopback.
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
-
-TEST_SETTINGS = Settings(
-    public_url="https://bot.example.com",
-    greeting="",
-    hangup_grace_s=0.3,
-    hangup_mark_timeout_s=2.0,
-    start_timeout_s=3.0,
-    agent_start_timeout_s=3.0,
-    prewarm=False,  # tests that post /twiml turn it on themselves (tests/test_prewarm.py)
-)
 
 
 @dataclass

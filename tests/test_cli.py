@@ -74,7 +74,7 @@ async def test_serve_model_flag_reaches_the_default_agent(tmp_path: Path) -> Non
     import asyncio
     import os
 
-    from telephony.simulation.caller import SimulatedCaller, answer
+    from telephony.simulation.caller.simulated_caller import SimulatedCaller, answer
 
     port = free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith(("VOICEBOT_", "AWS_", "TWILIO_"))}

@@ -22,6 +22,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("telephony.recording",),
     ("telephony.console",),
     ("telephony.app", "telephony.routes"),
+    ("telephony.simulation.local_nova", "telephony.simulation.local_twilio", "telephony.simulation.local_app"),
+    ("telephony.simulation.caller",),
+    ("telephony.simulation.fakes", "telephony.simulation.replay"),
+    ("telephony.simulation.demo", "telephony.simulation.scenarios"),
     ("telephony.simulation",),
     ("telephony.cli",),
 ]

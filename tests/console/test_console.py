@@ -20,7 +20,7 @@ from telephony.config import ConfigError, Settings, load_settings
 from telephony.console.auth import ConsoleAccess
 from telephony.console.events import BACKLOG, CallFeed
 from telephony.recording.call_library import DOWNLOADS, CallLibrary
-from telephony.simulation.caller import SimulatedCaller
+from telephony.simulation.caller.simulated_caller import SimulatedCaller
 
 from ..conftest import TEST_SETTINGS, harness
 from ..fakes.model import CallTool, Hold, Say, UserSaid, WaitForAudio

@@ -15,7 +15,7 @@ from telephony.app import create_app
 from telephony.codec import pcm16_to_ulaw
 from telephony.operations.logs import CallLog, JsonFormatter, configure_logging
 from telephony.operations.tracing import setup_tracing
-from telephony.simulation.local_server import serve_app
+from telephony.simulation.local_app.loopback import serve_app
 
 from ..conftest import TEST_SETTINGS, Harness, harness
 from ..fakes.model import BargeIn, Hold, Say, UserSaid, WaitForAudio

@@ -36,9 +36,9 @@ import pytest
 import websockets
 
 from telephony.codec import pcm16_to_ulaw
-from telephony.simulation.caller import SimulatedCaller, answer, twilio_signature
-from telephony.simulation.local_nginx import nginx_binary
-from telephony.simulation.local_twilio_api import ApiRequest
+from telephony.simulation.caller.simulated_caller import SimulatedCaller, answer, twilio_signature
+from telephony.simulation.local_app.nginx import nginx_binary
+from telephony.simulation.local_twilio.api import ApiRequest
 
 from .server_process import wait_until_healthy
 from .test_workers import free_ports, metric

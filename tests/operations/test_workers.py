@@ -24,8 +24,8 @@ import httpx
 import pytest
 
 from telephony.operations.nginx import SHIPPED, shipped_config
-from telephony.simulation.caller import SimulatedCaller, StreamTarget, answer, twilio_signature
-from telephony.simulation.local_nginx import local_nginx, nginx_binary
+from telephony.simulation.caller.simulated_caller import SimulatedCaller, StreamTarget, answer, twilio_signature
+from telephony.simulation.local_app.nginx import local_nginx, nginx_binary
 
 from ..ports import free_ports
 from ..waiting import until

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from telephony.config import Settings
-from telephony.simulation.demo import CallerLine, run_demo
+from telephony.simulation.demo.demo import CallerLine, run_demo
 
 
 async def test_the_demo_call_is_printed_recorded_and_ends_with_the_goodbye(tmp_path: Path) -> None:

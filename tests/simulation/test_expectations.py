@@ -6,12 +6,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from telephony.simulation.expectations import CallOutcome, barge_ins, evaluate
-from telephony.simulation.goal_caller import PatternJudge, RuleCaller
-from telephony.simulation.junit import junit_xml
-from telephony.simulation.runner import RunResult, ScenarioResult
-from telephony.simulation.scenario import CallerStep, GoalCaller, load_scenario
-from telephony.simulation.scenario_caller import StepLog
+from telephony.simulation.scenarios.expectations import CallOutcome, barge_ins, evaluate
+from telephony.simulation.scenarios.goal_caller import PatternJudge, RuleCaller
+from telephony.simulation.scenarios.junit import junit_xml
+from telephony.simulation.scenarios.runner import RunResult, ScenarioResult
+from telephony.simulation.scenarios.scenario import CallerStep, GoalCaller
+from telephony.simulation.scenarios.scenario_caller import StepLog
+from telephony.simulation.scenarios.scenario_file import load_scenario
 
 TRANSCRIPT: dict[str, Any] = {
     "duration_s": 20.0,

@@ -374,7 +374,7 @@ async def test_many_concurrent_calls(local_nova: LocalNova) -> None:
 
 async def test_offline_brain_hears_and_speaks_real_speech(local_nova: LocalNova) -> None:
     from agent.offline.synthesizer import CALLER_VOICE, Synthesizer
-    from telephony.simulation.local_nova.offline_brain import OfflineBrain
+    from telephony.simulation.local_nova.offline_replies import OfflineBrain
 
     @tool
     def current_time() -> str:

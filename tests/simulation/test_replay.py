@@ -19,7 +19,7 @@ import pytest
 from agent.replay_model import ReplayModel
 from telephony.cli import main
 from telephony.recording.format import EVENTS_FILE, Recording
-from telephony.simulation.caller import AnswerError
+from telephony.simulation.caller.simulated_caller import AnswerError
 from telephony.simulation.replay import ReplayOptions, compare_outbound, play_against_replay, replay
 from telephony.twilio.security import PARAMETER_NAME
 

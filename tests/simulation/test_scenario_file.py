@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from telephony.simulation.scenario import ScenarioError, find_scenarios, load_scenario
+from telephony.simulation.scenarios.scenario import ScenarioError
+from telephony.simulation.scenarios.scenario_file import find_scenarios, load_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "clinic" / "scenarios"
 

@@ -10,9 +10,9 @@ import pytest
 
 from telephony.cli import main
 from telephony.recording.call_library import CallLibrary
-from telephony.simulation.from_recording import scenario_from_recording
 from telephony.simulation.pytest_plugin import PhoneCall
-from telephony.simulation.scenario import load_scenario
+from telephony.simulation.replay.from_recording import scenario_from_recording
+from telephony.simulation.scenarios.scenario_file import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "examples" / "clinic" / "scenarios"
 SHORT = [str(SCENARIOS / "goodbye.yaml"), str(SCENARIOS / "transfer.yaml")]

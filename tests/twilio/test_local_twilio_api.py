@@ -20,7 +20,7 @@ from twilio.http.response import Response
 
 from telephony.cli import main
 from telephony.config import ConfigError, Settings, load_settings
-from telephony.simulation.local_twilio_api import LocalTwilioApi
+from telephony.simulation.local_twilio.api import LocalTwilioApi
 from telephony.twilio.calls_api import TwilioCallsApi
 from telephony.twilio.rest import TimedAsyncHttpClient, rest_client
 

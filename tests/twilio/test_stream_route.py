@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from telephony.config import Settings
-from telephony.simulation.caller import twilio_signature
+from telephony.simulation.caller.simulated_caller import twilio_signature
 from telephony.twilio.security import verify_websocket_signature_over
 from telephony.twilio.stream_route import instance_name, signed_urls, stream_path, stream_url
 

@@ -16,8 +16,8 @@ import shutil
 import signal
 from pathlib import Path
 
-from .brain import Brain, PitchBrain, Reply, ScriptedBrain, Tone, goodbye_reply
 from .faults import TimeLimits
+from .replies import Brain, PitchBrain, Reply, ScriptedBrain, Tone, goodbye_reply
 from .server import LocalNova
 from .turns import Pacing
 
@@ -45,7 +45,7 @@ async def _serve(arguments: argparse.Namespace) -> None:
     if arguments.goodbye_hz:
         brain = PitchBrain({arguments.goodbye_hz: goodbye_reply()}, default)
     if arguments.offline:
-        from .offline_brain import OfflineBrain
+        from .offline_replies import OfflineBrain
 
         brain = OfflineBrain()
     nova = LocalNova(

@@ -33,10 +33,10 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
-from .brain import Brain, Reply, ScriptedBrain
 from .certs import make_certificates
 from .faults import ERROR_TYPE_SUFFIX, Fault, FaultQueue, SetupDelay, TimeLimits
 from .protocol import Limits
+from .replies import Brain, Reply, ScriptedBrain
 from .session import NovaSession, SessionRecord
 from .turns import Pacing
 

@@ -20,10 +20,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .brain import Brain
 from .faults import Fault, TimeLimits
 from .framing import EndOfInput, EnvelopeReader, FramingError, NovaEvent, encode_event, encode_exception
 from .protocol import ContentInfo, Limits, ProtocolChecker
+from .replies import Brain
 from .turns import Pacing, TurnEngine
 
 __all__ = ["NovaSession", "SessionRecord"]

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .brain import Brain, CallerTurn, Reply, render_audio
+from .replies import Brain, CallerTurn, Reply, render_audio
 
 __all__ = ["INTERRUPTED_MARKER", "LevelDetector", "Pacing", "SpeechEnded", "SpeechStarted", "TurnEngine"]
 

@@ -123,6 +123,58 @@ def parse_stream(twiml: str) -> StreamTarget:
 
 
 @dataclass
+class StreamNumbers:
+    """What numbers the messages of one stream: ``sequenceNumber``, the media ``chunk``, and stream time."""
+
+    sequence: int = 0
+    chunk: int = 0
+    media_ms: int = 0
+    """Stream time of the last frame sent, from the first frame (its ``timestamp`` is ``FIRST_TIMESTAMP_MS``)."""
+
+    def next_sequence(self) -> str:
+        self.sequence += 1
+        return str(self.sequence)
+
+
+class PlayQueue:
+    """What Twilio's player has yet to play, in order: frames and marks. ``clear`` keeps only the marks."""
+
+    def __init__(self) -> None:
+        self._items: deque[tuple[str, Any]] = deque()
+        self._ready = asyncio.Event()
+
+    def add(self, kind: str, item: Any) -> None:
+        self._items.append((kind, item))
+        self._ready.set()
+
+    def clear(self) -> None:
+        """Every pending mark is echoed at once, ahead of anything queued after the clear."""
+        pending = [("mark", name) for kind, name in self._items if kind == "mark"]
+        self._items.clear()
+        self._items.extend(pending)
+        self._ready.set()
+
+    def wake(self) -> None:
+        self._ready.set()
+
+    async def wait(self) -> bool:
+        """Until something is queued; True when it had to wait (the player was idle)."""
+        waited = False
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+            waited = True
+        return waited
+
+    def pop(self) -> tuple[str, Any]:
+        return self._items.popleft()
+
+    @property
+    def has_audio(self) -> bool:
+        return any(kind == "frame" for kind, _ in self._items)
+
+
+@dataclass
 class SimulatedCaller:
     """One Media Streams connection, as Twilio would open it, with a player that behaves like Twilio's."""
 
@@ -149,13 +201,10 @@ class SimulatedCaller:
 
     def __post_init__(self) -> None:
         self._ws: Any = None
-        self._sequence = 0
-        self._chunk = 0
-        self._play_queue: deque[tuple[str, Any]] = deque()
-        self._play_ready = asyncio.Event()
+        self._numbers = StreamNumbers()
+        self._queue = PlayQueue()
         self._tasks: list[asyncio.Task[None]] = []
         self.started = time.monotonic()
-        self._media_clock = 0
 
     # --- connection ------------------------------------------------------------------------------
 
@@ -183,8 +232,7 @@ class SimulatedCaller:
             self.tap.twilio_received(data)
 
     def _next_sequence(self) -> str:
-        self._sequence += 1
-        return str(self._sequence)
+        return self._numbers.next_sequence()
 
     async def connect(self) -> None:
         """``connected`` then ``start``, as Twilio opens every stream."""
@@ -204,8 +252,9 @@ class SimulatedCaller:
 
     async def media(self, payload: bytes, timestamp: int | None = None) -> None:
         """One frame of caller audio; its ``timestamp`` (ms of stream time) defaults to 20 ms after the last."""
-        self._chunk += 1
-        self._media_clock = timestamp - FIRST_TIMESTAMP_MS if timestamp is not None else self._media_clock + 20
+        numbers = self._numbers
+        numbers.chunk += 1
+        numbers.media_ms = timestamp - FIRST_TIMESTAMP_MS if timestamp is not None else numbers.media_ms + 20
         self.said.append(Heard(self.now(), payload))
         await self.send(
             {
@@ -213,8 +262,8 @@ class SimulatedCaller:
                 "sequenceNumber": self._next_sequence(),
                 "media": {
                     "track": "inbound",
-                    "chunk": str(self._chunk),
-                    "timestamp": str(FIRST_TIMESTAMP_MS + self._media_clock),
+                    "chunk": str(numbers.chunk),
+                    "timestamp": str(FIRST_TIMESTAMP_MS + numbers.media_ms),
                     "payload": base64.b64encode(payload).decode(),
                 },
                 "streamSid": self.stream_sid,
@@ -285,24 +334,20 @@ class SimulatedCaller:
     def _on_message(self, message: dict[str, Any]) -> None:
         event = message.get("event")
         if event == "media":
-            self._play_queue.append(("frame", base64.b64decode(message["media"]["payload"])))
+            self._queue.add("frame", base64.b64decode(message["media"]["payload"]))
         elif event == "mark":
-            self._play_queue.append(("mark", message["mark"]["name"]))
+            self._queue.add("mark", message["mark"]["name"])
         elif event == "clear":
-            # Every pending mark is echoed at once, ahead of anything queued after the clear.
-            pending = [("mark", name) for kind, name in self._play_queue if kind == "mark"]
-            self._play_queue.clear()
-            self._play_queue.extend(pending)
-        self._play_ready.set()
+            self._queue.clear()
+        else:
+            self._queue.wake()
 
     async def _player(self) -> None:
         next_due = time.monotonic()
         while True:
-            while not self._play_queue:
-                self._play_ready.clear()
-                await self._play_ready.wait()
+            if await self._queue.wait():
                 next_due = max(next_due, time.monotonic())
-            kind, item = self._play_queue.popleft()
+            kind, item = self._queue.pop()
             if kind == "mark":
                 await self._echo(item)
                 continue
@@ -331,12 +376,12 @@ class SimulatedCaller:
     @property
     def last_timestamp(self) -> int:
         """The media ``timestamp`` of the last frame sent (ms of stream time)."""
-        return FIRST_TIMESTAMP_MS + self._media_clock
+        return FIRST_TIMESTAMP_MS + self._numbers.media_ms
 
     @property
     def playing(self) -> bool:
         """Audio is queued in the player (the bot is being heard)."""
-        return any(kind == "frame" for kind, _ in self._play_queue)
+        return self._queue.has_audio
 
     def events(self, kind: str) -> list[Received]:
         return [item for item in self.received if item.message.get("event") == kind]

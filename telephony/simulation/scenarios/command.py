@@ -14,9 +14,10 @@ from pathlib import Path
 
 from telephony.config import Settings
 from telephony.recording.format import RecordingError
-from telephony.simulation.junit import write_junit
-from telephony.simulation.runner import RunOptions, ScenarioRunner, summary_table, uses_brain
-from telephony.simulation.scenario import Scenario, ScenarioError, find_scenarios, load_scenario
+from telephony.simulation.scenarios.junit import write_junit
+from telephony.simulation.scenarios.runner import RunOptions, ScenarioRunner, summary_table, uses_brain
+from telephony.simulation.scenarios.scenario import Scenario, ScenarioError
+from telephony.simulation.scenarios.scenario_file import find_scenarios, load_scenario
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -120,7 +121,7 @@ def _header(scenarios: list[Scenario], options: RunOptions, settings: Settings) 
 
 
 def _from_recording(args: argparse.Namespace) -> int:
-    from telephony.simulation.from_recording import scenario_from_recording
+    from telephony.simulation.replay.from_recording import scenario_from_recording
 
     try:
         text = scenario_from_recording(args.from_recording, args.write)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from telephony.bridge.observer import QuietObserver
-from telephony.simulation.scenario import GoalCaller
+from telephony.simulation.scenarios.scenario import GoalCaller
 
 Turn = tuple[str, str]
 """(``bot`` or ``caller``, what was said)."""

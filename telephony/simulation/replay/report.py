@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from telephony.codec import ulaw_to_pcm16
-from telephony.simulation.caller import FRAME_SECONDS, Heard, SimulatedCaller
+from telephony.simulation.caller.simulated_caller import FRAME_SECONDS, Heard, SimulatedCaller
 
 SPEECH_DBFS = -45.0
 TURN_GAP_S = 0.5

@@ -19,14 +19,13 @@ from typing import Any, TextIO
 from telephony.app import create_app
 from telephony.bridge.observer import QuietObserver
 from telephony.call_info import CallInfo
-from telephony.codec import pcm16_to_ulaw
 from telephony.config import Settings
 from telephony.recording.recorder import recorder_factory
-from telephony.simulation.caller import SimulatedCaller, answer
-from telephony.simulation.local_server import serve_app
-from telephony.simulation.replay_report import ReplayReport
+from telephony.simulation.caller.simulated_caller import SimulatedCaller, answer
+from telephony.simulation.caller.voice import CALLER_RATE, Voice
+from telephony.simulation.local_app.loopback import serve_app
+from telephony.simulation.replay.report import ReplayReport
 
-CALLER_RATE = 8000
 QUIET_BEFORE_SPEAKING_S = 0.8
 """How long the bot must have been silent before the scripted caller answers it."""
 CALL_TIMEOUT_S = 90.0
@@ -79,19 +78,6 @@ class Printer(QuietObserver):
 
     async def call_ended(self, reason: str, ended_by: str) -> None:
         self._say(f"[call ended by {ended_by}: {reason}]")
-
-
-class Voice:
-    """The simulated caller's voice: espeak-ng (a different voice from the bot) at 8 kHz μ-law."""
-
-    def __init__(self) -> None:
-        from agent.offline.synthesizer import CALLER_VOICE, Synthesizer
-
-        self._synthesizer = Synthesizer(CALLER_VOICE, sample_rate=CALLER_RATE)
-
-    async def say(self, text: str) -> bytes:
-        pcm = await asyncio.to_thread(self._synthesizer.synthesize, text)
-        return pcm16_to_ulaw(pcm)
 
 
 async def run_demo(

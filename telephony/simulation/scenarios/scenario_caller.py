@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass, field
 
 from telephony.codec import FRAME_BYTES
-from telephony.simulation.caller import FRAME_SECONDS, ULAW_SILENCE, SimulatedCaller
-from telephony.simulation.caller_script import read_wav_as_ulaw
-from telephony.simulation.demo import Voice
-from telephony.simulation.goal_caller import CallerBrain, LiveTranscript
-from telephony.simulation.scenario import CallerStep
+from telephony.simulation.caller.script import read_wav_as_ulaw
+from telephony.simulation.caller.simulated_caller import FRAME_SECONDS, ULAW_SILENCE, SimulatedCaller
+from telephony.simulation.caller.voice import Voice
+from telephony.simulation.scenarios.goal_caller import CallerBrain, LiveTranscript
+from telephony.simulation.scenarios.scenario import CallerStep
 
 QUIET_BEFORE_SPEAKING_S = 0.8
 """How long the bot must have been silent before the caller takes its turn."""

@@ -1,171 +1,33 @@
-"""Scenario files: a phone call to test an agent with, as YAML. Read and checked here, run by ``runner``.
+"""Scenario files: finding them and reading one (YAML) into a checked :class:`Scenario`.
 
-A scenario says who calls and what they do (``caller``), optionally what the model does (``brain``: the
-scripted brain's part, used instead of the agent's model unless ``--real-model``), and what must happen
-(``expect``). Every mistake is reported as ``file:line: field: what is wrong`` before any call is placed.
-See the README section "Test your agent like a phone call" for the whole format.
+Every mistake is reported as ``file:line: field: what is wrong`` before any call is placed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from agent.scripted.brain import TRIGGERS, BrainScript, BrainTurn, ToolStep
-from telephony.simulation.located_yaml import YamlError, line_of, load
+from telephony.simulation.scenarios.field_reader import FieldReader
+from telephony.simulation.scenarios.located_yaml import YamlError, load
+from telephony.simulation.scenarios.scenario import (
+    CallerStep,
+    Check,
+    Expectations,
+    GoalCaller,
+    Said,
+    Scenario,
+    ScenarioError,
+    ToolExpectation,
+)
 
-__all__ = [
-    "CallerStep",
-    "Check",
-    "Expectations",
-    "GoalCaller",
-    "Scenario",
-    "ScenarioError",
-    "find_scenarios",
-    "load_scenario",
-]
+__all__ = ["SUFFIXES", "find_scenarios", "load_scenario"]
 
 SUFFIXES = (".yaml", ".yml")
 _DIGITS = re.compile(r"[0-9*#]+")
-_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
-
-
-class ScenarioError(ValueError):
-    """A scenario file is wrong; the message is ``file:line: field: what to fix``."""
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where a value came from, for messages: ``booking.yaml:12 expect.tools[0]``."""
-
-    file: str
-    line: int
-    field: str
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line} {self.field}"
-
-
-@dataclass(frozen=True)
-class CallerStep:
-    """One thing the caller does. ``kind``: ``say``, ``play``, ``press``, ``silence`` or ``hang_up``."""
-
-    kind: str
-    text: str = ""
-    """``say``: the words; ``press``: the digits."""
-    audio: Path | None = None
-    seconds: float = 0.0
-    """``silence``: how long the caller says nothing."""
-    over_the_bot_ms: int | None = None
-    """Talk over the bot this far into its reply (a barge-in) instead of waiting for it to finish."""
-    wait: bool = True
-    """Wait for the bot to finish (and be quiet a moment) before this step."""
-    where: Where | None = None
-
-    def describe(self) -> str:
-        if self.kind == "say":
-            return f"says {self.text!r}" + (
-                f" over the bot ({self.over_the_bot_ms} ms in)" if self.over_the_bot_ms else ""
-            )
-        if self.kind == "play":
-            return f"plays {self.audio.name if self.audio else '?'}"
-        if self.kind == "press":
-            return f"presses {self.text}"
-        if self.kind == "silence":
-            return f"stays silent {self.seconds:g} s"
-        return "hangs up"
-
-
-@dataclass(frozen=True)
-class GoalCaller:
-    """A caller with a persona and a goal, played by a text agent (or its offline stand-in's rules)."""
-
-    goal: str
-    persona: str = ""
-    opening: str = ""
-    max_turns: int = 8
-    rules: tuple[tuple[str, str], ...] = ()
-    """The offline stand-in: (regular expression on the bot's last turn, what to say)."""
-    done_when: str = ""
-    """The offline stand-in hangs up (after a goodbye) once the bot has said something matching this."""
-
-
-@dataclass(frozen=True)
-class Check:
-    """A user function run with the finished call (``module:function``, keyword arguments ``with``)."""
-
-    function: str
-    arguments: Mapping[str, Any]
-    where: Where
-
-
-@dataclass(frozen=True)
-class Said:
-    """The bot says this (``contains`` text or ``matches`` a regular expression), in one turn or anywhere."""
-
-    pattern: re.Pattern[str]
-    text: str
-    regex: bool
-    turn: int | None
-    where: Where
-
-
-@dataclass(frozen=True)
-class ToolExpectation:
-    name: str
-    input: Mapping[str, Any]
-    where: Where
-
-
-@dataclass
-class Expectations:
-    says: list[Said] = field(default_factory=list)
-    never_says: list[Said] = field(default_factory=list)
-    no_apology: Where | None = None
-    tools: list[ToolExpectation] = field(default_factory=list)
-    tools_in_order: bool = True
-    tools_where: Where | None = None
-    no_tools: list[tuple[str, Where]] = field(default_factory=list)
-    transfer: tuple[str | bool, Where] | None = None
-    hang_up_by: tuple[str, Where] | None = None
-    hang_up_within_s: tuple[float, Where] | None = None
-    clear_within_ms: tuple[float, Where] | None = None
-    nothing_stale: Where | None = None
-    turn_latency_max_s: tuple[float, Where] | None = None
-    latency_p50_max_s: tuple[float, Where] | None = None
-    latency_max_s: tuple[float, Where] | None = None
-    duration_max_s: tuple[float, Where] | None = None
-    duration_min_s: tuple[float, Where] | None = None
-    checks: list[Check] = field(default_factory=list)
-    judge_rubric: tuple[tuple[str, str], ...] = ()
-    """(criterion, offline stand-in's regular expression over the whole call's transcript)."""
-    judge_where: Where | None = None
-
-
-@dataclass
-class Scenario:
-    path: Path
-    name: str
-    agent: str | None = None
-    description: str = ""
-    call_from: str = "+15005550006"
-    call_to: str = "+15005550001"
-    parameters: dict[str, str] = field(default_factory=dict)
-    greeting: str | None = None
-    setup: list[Check] = field(default_factory=list)
-    caller: list[CallerStep] = field(default_factory=list)
-    recording: Path | None = None
-    goal: GoalCaller | None = None
-    brain: BrainScript | None = None
-    expect: Expectations = field(default_factory=Expectations)
-    runs: int = 1
-    passes_needed: int = 1
-    timeout_s: float = 120.0
-    patience_s: float = 10.0
-    """How long the caller waits for an answer before going on with its next step anyway."""
 
 
 def find_scenarios(paths: Iterable[Path]) -> list[Path]:
@@ -190,72 +52,10 @@ def load_scenario(path: Path) -> Scenario:
     return _Parser(path).scenario(document)
 
 
-class _Parser:
+class _Parser(FieldReader):
     TOP = (
         "name description agent call greeting setup caller brain expect runs pass_threshold timeout_s patience_s"
     ).split()
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.file = str(path)
-
-    def fail(self, container: Any, key: str | int | None, name: str, problem: str) -> ScenarioError:
-        return ScenarioError(f"{self.file}:{line_of(container, key)}: {name}: {problem}")
-
-    def where(self, container: Any, key: str | int | None, name: str) -> Where:
-        return Where(self.file, line_of(container, key), name)
-
-    # --- typed getters ----------------------------------------------------------------------------
-
-    def mapping(
-        self, value: Any, container: Any, key: str | int | None, name: str, allowed: list[str]
-    ) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(container, key, name, f"expected a mapping (key: value lines), got {_kind(value)}")
-        for unknown in value:
-            if unknown not in allowed:
-                raise self.fail(
-                    value, unknown, f"{name}.{unknown}", f"unknown field; expected one of {', '.join(allowed)}"
-                )
-        return value
-
-    def sequence(self, value: Any, container: Any, key: str | int | None, name: str) -> list[Any]:
-        if not isinstance(value, list):
-            raise self.fail(container, key, name, f"expected a list (lines starting with '- '), got {_kind(value)}")
-        return value
-
-    def text(self, container: Any, key: str, name: str, default: str | None = None) -> str:
-        value = container.get(key, default)
-        if value is None:
-            raise self.fail(container, None, f"{name}.{key}", "is required")
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise self.fail(container, key, f"{name}.{key}", f"expected text, got {_kind(value)}")
-        return str(value)
-
-    def number(
-        self, container: Any, key: str, name: str, default: float, low: float = 0.0, integer: bool = False
-    ) -> float:
-        value = container.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
-            kind = "a whole number" if integer else "a number"
-            raise self.fail(container, key, f"{name}.{key}", f"expected {kind}, got {_kind(value)}")
-        if value < low:
-            raise self.fail(container, key, f"{name}.{key}", f"must be at least {low:g}, got {value}")
-        return float(value)
-
-    def flag(self, container: Any, key: str, name: str, default: bool) -> bool:
-        value = container.get(key, default)
-        if not isinstance(value, bool):
-            raise self.fail(container, key, f"{name}.{key}", f"expected true or false, got {_kind(value)}")
-        return value
-
-    def spec(self, container: Any, key: str, name: str) -> str:
-        value = self.text(container, key, name)
-        if not _SPEC.fullmatch(value):
-            raise self.fail(container, key, f"{name}.{key}", f"expected 'package.module:function', got {value!r}")
-        return value
-
-    # --- the document -----------------------------------------------------------------------------
 
     def scenario(self, document: Any) -> Scenario:
         if document is None:
@@ -393,15 +193,6 @@ class _Parser:
             rules=tuple(rules),
             done_when=done_when,
         )
-
-    def regex(self, container: Any, key: str, name: str) -> re.Pattern[str]:
-        text = self.text(container, key, name)
-        try:
-            return re.compile(text, re.IGNORECASE)
-        except re.error as error:
-            raise self.fail(container, key, f"{name}.{key}", f"not a regular expression: {error}") from None
-
-    # --- the model's part -------------------------------------------------------------------------
 
     def brain(self, value: Any, top: dict[str, Any]) -> BrainScript:
         otherwise = ""
@@ -597,15 +388,3 @@ class _Parser:
             raise self.fail(entry, "judge", "expect.judge.rubric", "give at least one criterion")
         expect.judge_rubric = tuple(rubric)
         expect.judge_where = self.where(entry, "judge", "expect.judge")
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool):
-        return f"{str(value).lower()} (a yes/no)"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return f"{type(value).__name__} {value!r}"

@@ -22,7 +22,7 @@ from typing import Any
 
 from agent.offline.synthesizer import BOT_VOICE, Synthesizer, Voice
 from agent.scripted.brain import BrainScript, BrainTurn, ScriptedBrain
-from telephony.simulation.local_nova.brain import CallerTurn, Pcm, Reply, ToolRequest
+from telephony.simulation.local_nova.replies import CallerTurn, Pcm, Reply, ToolRequest
 
 SAMPLE_RATE = 16000
 FAILURE_PREFIXES = ("Unknown tool:", "Error:")

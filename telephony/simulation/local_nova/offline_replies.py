@@ -19,7 +19,7 @@ from agent.offline.recognizer import SAMPLE_RATE, PhraseRecognizer
 from agent.offline.script import FRONT_DESK, Script
 from agent.offline.synthesizer import BOT_VOICE, Synthesizer, Voice
 
-from .brain import CallerTurn, Pcm, Reply, ToolRequest, render_audio
+from .replies import CallerTurn, Pcm, Reply, ToolRequest, render_audio
 
 __all__ = ["OfflineBrain"]
 

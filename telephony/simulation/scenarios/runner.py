@@ -6,7 +6,7 @@ out), a recorder (the run's folder opens in the console's calls page) and a live
 callers. When the scenario has a ``brain:`` and ``--real-model`` is not given, the model the factory built
 is replaced, before it starts, by a :class:`~agent.scripted.ScriptedBrainModel` playing that brain: the
 agent's tools, prompt and hang-up stay the agent's own. The caller then performs the scenario, and the
-finished call is checked against ``expect:`` (:mod:`telephony.simulation.expectations`).
+finished call is checked against ``expect:`` (:mod:`telephony.simulation.scenarios.expectations`).
 """
 
 from __future__ import annotations
@@ -15,14 +15,12 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import secrets
 import shutil
-import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -33,11 +31,15 @@ from telephony.config import Settings
 from telephony.recording.format import Recording, RecordingError
 from telephony.recording.recorder import CallRecorder, folder_name
 from telephony.recording.transcript import TRANSCRIPT_FILE
-from telephony.simulation.caller import SimulatedCaller, answer
-from telephony.simulation.caller_script import CallerScript, Linger, play
-from telephony.simulation.demo import Voice
-from telephony.simulation.expectations import CallOutcome, Finding, barge_ins, evaluate, run_check
-from telephony.simulation.goal_caller import (
+from telephony.simulation.caller.script import CallerScript, Linger, play
+from telephony.simulation.caller.simulated_caller import SimulatedCaller, answer
+from telephony.simulation.caller.twilio_rest import SimulatedCallControl
+from telephony.simulation.caller.voice import Voice
+from telephony.simulation.local_app.loopback import serve_app
+from telephony.simulation.replay.replaying import twilio_form
+from telephony.simulation.replay.report import ReplayReport
+from telephony.simulation.scenarios.expectations import CallOutcome, Finding, evaluate, run_check
+from telephony.simulation.scenarios.goal_caller import (
     CallerBrain,
     Judge,
     LiveTranscript,
@@ -47,147 +49,33 @@ from telephony.simulation.goal_caller import (
     TextModelJudge,
     bedrock_text_model,
 )
-from telephony.simulation.local_server import serve_app
-from telephony.simulation.replay import twilio_form
-from telephony.simulation.replay_report import ReplayReport
-from telephony.simulation.scenario import Scenario
-from telephony.simulation.scenario_caller import CallerLine, ScenarioCaller
-from telephony.simulation.twilio_rest import SimulatedCallControl
+from telephony.simulation.scenarios.on_local_nova import local_nova
+from telephony.simulation.scenarios.results import (
+    RunOptions,
+    RunResult,
+    ScenarioResult,
+    agent_spec,
+    progress_line,
+    summary_table,
+    uses_brain,
+)
+from telephony.simulation.scenarios.scenario import Scenario
+from telephony.simulation.scenarios.scenario_caller import CallerLine, ScenarioCaller
+
+__all__ = [
+    "RunOptions",
+    "RunResult",
+    "ScenarioResult",
+    "ScenarioRunner",
+    "describe_model",
+    "summary_table",
+    "uses_brain",
+]
 
 log = logging.getLogger(__name__)
 
 SESSION_END_TIMEOUT_S = 15.0
 """After the caller's side closes, how long the server gets to finish the call and its recording."""
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    agent: str | None = None
-    """``module:function`` over every scenario's own ``agent:`` (None: the scenario's, else VOICEBOT_AGENT)."""
-    real_model: bool = False
-    """Run on the model the factory builds, ignoring scenarios' scripted brains."""
-    out: Path = Path("recordings")
-    text_model: str | None = None
-    """Bedrock model id for goal callers and judges (None: their offline stand-ins)."""
-    local_nova: bool = False
-    """Play scenarios' brains on the local Nova Sonic emulator, talking to the factory's own Nova Sonic model."""
-    workdirs: Path | None = None
-    """Keep each run's work folder (``setup`` data such as a database) under here (None: a temporary one, deleted)."""
-
-
-@dataclass
-class RunResult:
-    index: int
-    findings: list[Finding] = field(default_factory=list)
-    seconds: float = 0.0
-    """Wall-clock time of the run, set-up to verdict."""
-    call_s: float = 0.0
-    recording: Path | None = None
-    model: str = ""
-    outcome: CallOutcome | None = None
-    """What happened on the call (transcript, tool calls, records), for assertions of one's own."""
-    error: str | None = None
-    """The run could not be carried out (the agent factory failed to load, a set-up function failed, …)."""
-
-    @property
-    def passed(self) -> bool:
-        return self.error is None and not self.findings
-
-    def problems(self) -> list[str]:
-        return [self.error] if self.error else [str(finding) for finding in self.findings]
-
-    def figures(self) -> str:
-        """Measured on this call: response latencies and barge-in reaction (for the progress line and JUnit)."""
-        if self.outcome is None:
-            return ""
-        parts = []
-        if latencies := self.outcome.latencies:
-            parts.append(f"latency median {statistics.median(latencies):.2f} s, max {max(latencies):.2f} s")
-        delays = [(cleared - spoke) * 1000 for _, spoke, cleared, _ in barge_ins(self.outcome) if spoke and cleared]
-        if delays:
-            parts.append("barge-in to clear " + ", ".join(f"{delay:.0f}" for delay in delays) + " ms")
-        return "; ".join(parts)
-
-
-@dataclass
-class ScenarioResult:
-    scenario: Scenario
-    runs: list[RunResult] = field(default_factory=list)
-
-    @property
-    def passes(self) -> int:
-        return sum(run.passed for run in self.runs)
-
-    @property
-    def passed(self) -> bool:
-        return self.passes >= self.scenario.passes_needed
-
-    @property
-    def seconds(self) -> float:
-        return sum(run.seconds for run in self.runs)
-
-    @property
-    def model(self) -> str:
-        return next((run.model for run in self.runs if run.model), "?")
-
-
-def agent_spec(scenario: Scenario, options: RunOptions, settings: Settings) -> str:
-    return options.agent or scenario.agent or settings.agent
-
-
-def uses_brain(scenario: Scenario, options: RunOptions) -> bool:
-    return scenario.brain is not None and not options.real_model
-
-
-LOCAL_NOVA_ENV = {
-    "AWS_ACCESS_KEY_ID": "AKIDLOCALNOVA0000000",
-    "AWS_SECRET_ACCESS_KEY": "local-nova-secret-not-checked",
-    "AWS_SESSION_TOKEN": None,
-    "AWS_PROFILE": None,
-    "AWS_ENDPOINT_URL": None,
-    "AWS_EC2_METADATA_DISABLED": "true",
-}
-"""Fake keys (the emulator checks none) and nothing that could send the client elsewhere."""
-
-
-@contextlib.asynccontextmanager
-async def local_nova(scenario: Scenario, label: list[str]) -> AsyncIterator[None]:
-    """The emulator playing ``scenario.brain``, with the AWS environment pointing at it for the call."""
-    from telephony.simulation.local_nova import LocalNova
-    from telephony.simulation.nova_brain import NovaScriptedBrain
-
-    assert scenario.brain is not None
-    holder: list[Any] = []
-
-    def prompt() -> str | None:
-        sessions = holder[0].sessions if holder else []
-        return sessions[-1].system_prompts[0] if sessions and sessions[-1].system_prompts else None
-
-    brain = await asyncio.to_thread(NovaScriptedBrain, scenario.brain, prompt)
-    async with LocalNova(brain=brain) as nova:
-        holder.append(nova)
-        values = {
-            **LOCAL_NOVA_ENV,
-            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": nova.endpoint,
-            "AWS_CA_BUNDLE": str(nova.ca_file),
-        }
-        saved = {name: os.environ.get(name) for name in values}
-        try:
-            for name, value in values.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
-            yield
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
-            notes = [*brain.brain.unanswered, *brain.brain.missing] if brain._brain is not None else []
-            label.extend(notes)
-            label.extend(f"local Nova: {violation}" for violation in nova.violations)
 
 
 class ScenarioRunner:
@@ -421,43 +309,3 @@ async def _until(condition: Callable[[], bool], timeout: float) -> None:
 def describe_model(model: Any) -> str:
     model_id = getattr(model, "model_id", None) or (getattr(model, "get_config", lambda: {})() or {}).get("model_id")
     return f"{type(model).__name__} {model_id}" if model_id else type(model).__name__
-
-
-# --- reporting -----------------------------------------------------------------------------------------
-
-
-def progress_line(result: ScenarioResult) -> str:
-    verdict = "PASS" if result.passed else "FAIL"
-    runs = result.runs
-    counted = f"{result.passes}/{len(runs)} runs  " if len(runs) > 1 else ""
-    figures = runs[-1].figures() if runs else ""
-    return f"{verdict} {result.seconds:6.1f} s  {counted}{f'({figures})' if figures else ''}".rstrip()
-
-
-def summary_table(results: list[ScenarioResult]) -> Iterator[str]:
-    """The table printed after all scenarios: one row per scenario."""
-    headers = ("scenario", "result", "runs passed", "time (each run)", "call time", "model")
-    rows = []
-    for result in results:
-        each = ", ".join(f"{run.seconds:.1f}" for run in result.runs)
-        calls = ", ".join(f"{run.call_s:.1f}" for run in result.runs)
-        needed = f" (need {result.scenario.passes_needed})" if result.scenario.runs > 1 else ""
-        rows.append(
-            (
-                result.scenario.name,
-                "PASS" if result.passed else "FAIL",
-                f"{result.passes}/{len(result.runs)}{needed}",
-                f"{each} s",
-                f"{calls} s",
-                result.model,
-            )
-        )
-    widths = [max(len(str(row[column])) for row in [headers, *rows]) for column in range(len(headers))]
-    line = "  ".join(f"{{:<{width}}}" for width in widths)
-    yield line.format(*headers)
-    yield line.format(*("-" * width for width in widths))
-    for row in rows:
-        yield line.format(*row)
-    failed = sum(not result.passed for result in results)
-    total = sum(result.seconds for result in results)
-    yield f"{len(results) - failed} passed, {failed} failed in {total:.1f} s"

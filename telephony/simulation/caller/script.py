@@ -24,7 +24,7 @@ import websockets
 
 from telephony.codec import FRAME_BYTES, TWILIO_RATE, Resampler, pcm16_to_ulaw
 from telephony.recording.format import Recording, RecordingError
-from telephony.simulation.caller import FRAME_SECONDS, ULAW_SILENCE, SimulatedCaller
+from telephony.simulation.caller.simulated_caller import FRAME_SECONDS, ULAW_SILENCE, SimulatedCaller
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-from telephony.simulation.runner import ScenarioResult
+from telephony.simulation.scenarios.results import ScenarioResult
 
 
 def junit_xml(results: list[ScenarioResult]) -> str:
