@@ -118,7 +118,6 @@ def test_the_agent_side_uses_only_the_shared_types() -> None:
 
 MAX_MODULE_LINES = 450
 MAX_CLASS_ATTRIBUTES = 20
-UNTIL_SPLIT = "until the hubs are split (issue #22)"
 
 
 def instance_attributes(cls: ast.ClassDef) -> set[str]:
@@ -157,7 +156,6 @@ def assigned_on(method: ast.FunctionDef | ast.AsyncFunctionDef, self_name: str) 
     return found
 
 
-@pytest.mark.xfail(strict=False, reason=UNTIL_SPLIT)
 def test_no_product_module_is_over_the_line_limit() -> None:
     """A module longer than this does more than one job: split it along its seams."""
     long = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()}
@@ -165,7 +163,6 @@ def test_no_product_module_is_over_the_line_limit() -> None:
     assert over == [], f"modules over {MAX_MODULE_LINES} lines: " + ", ".join(f"{n} ({lines})" for lines, n in over)
 
 
-@pytest.mark.xfail(strict=False, reason=UNTIL_SPLIT)
 def test_no_product_class_has_over_the_attribute_limit() -> None:
     """A class holding this much state is a hub: give the parts their own objects."""
     wide = []
