@@ -40,7 +40,7 @@ except ImportError:  # run as a script without the editable install: make the re
     from benchmarks import signals
 
 from telephony import codec
-from telephony.bridge import protocol
+from telephony.twilio import media_streams as protocol
 
 MODEL_RATES = (16000, 24000)
 ALIAS_TONES = range(4500, 7001, 250)

@@ -35,7 +35,7 @@ from telephony.simulation.caller.simulated_caller import ULAW_SILENCE
 from telephony.simulation.fakes.scripted_model import CallTool, Hold, Say, ScriptedModel, UserSaid, WaitForText
 from telephony.simulation.fakes.twilio_calls import FakeTwilio, Person
 from telephony.simulation.local_app.loopback import serve_app
-from telephony.twilio.call_control import TwilioCallControl
+from telephony.twilio.calls_api import TwilioCallsApi
 
 TOKEN, ACCOUNT = "benchmark-token", "AC" + "3" * 32
 CALLER, OUR_NUMBER, PERSON = "CA" + "c" * 32, "+15550002222", "+15557654321"
@@ -91,7 +91,7 @@ async def one_run(ring_s: float, model_start_s: float) -> dict[str, float]:
         model = ScriptedModel(script, start_delay=model_start_s)
         return BidiAgent(model=model, tools=[accept_transfer, decline_transfer])
 
-    control = TwilioCallControl(ACCOUNT, TOKEN, http_client=twilio)
+    control = TwilioCallsApi(ACCOUNT, TOKEN, http_client=twilio)
     app = create_app(
         replace(SETTINGS),
         agent_factory=caller_agent,

@@ -17,7 +17,6 @@ from twilio.rest import Client
 
 from telephony.app import STREAM_PATH
 from telephony.bridge.agent_factory import AgentFactoryError, load_agent_factory
-from telephony.bridge.session import DIAL_PARAMETER
 from telephony.config import DEFAULT_AGENT, MAX_WORKERS, MODEL_PROVIDERS, ConfigError, Settings, load_settings, validate
 from telephony.operations.logs import configure_logging
 from telephony.recording.recorder import record_dir_problem
@@ -25,6 +24,7 @@ from telephony.simulation.replay import command as replay
 from telephony.simulation.scenarios import command as test_command
 from telephony.twilio.dialer import parse_params, place_call
 from telephony.twilio.numbers import configure_number
+from telephony.twilio.parameters import DIAL as DIAL_PARAMETER
 from telephony.twilio.rest import rest_client
 from telephony.twilio.security import PARAMETER_NAME, CallTokens, public_url_for, token_secret, websocket_url
 

@@ -18,6 +18,7 @@ import numpy as np
 
 __all__ = [
     "FRAME_BYTES",
+    "FRAME_MS",
     "FRAME_SECONDS",
     "SPEECH_LEVEL_DBFS",
     "TWILIO_RATE",
@@ -32,11 +33,13 @@ __all__ = [
 TWILIO_RATE = 8000
 """Sample rate of Twilio Media Streams audio (μ-law, mono)."""
 
-FRAME_BYTES = 160
-"""One 20 ms μ-law frame at 8 kHz: the unit Twilio sends and expects."""
+FRAME_MS = 20
+"""Twilio sends and expects audio in 20 ms frames: the unit caller speech and model chunks are measured in."""
 
-FRAME_SECONDS = 0.02
-"""The length of one frame: Twilio's unit, and the one caller speech is measured in."""
+FRAME_SECONDS = FRAME_MS / 1000
+
+FRAME_BYTES = TWILIO_RATE * FRAME_MS // 1000
+"""One frame of μ-law at 8 kHz, one byte a sample: 160 bytes."""
 
 SPEECH_LEVEL_DBFS = -40.0
 """Caller audio louder than this is speech (the watchdog, continuity and the quiet switch-over agree on it)."""

@@ -27,7 +27,7 @@ from telephony.bridge.transfer import HandOffAction
 from telephony.call_info import CallInfo
 from telephony.config import Settings
 from telephony.operations.logs import CallLog
-from telephony.twilio.call_control import CallControlClient, hang_up_with_retries
+from telephony.twilio.calls_api import CallsApi, hang_up_with_retries
 
 APOLOGY_CLIP = Path(__file__).parent / "assets" / "apology.ulaw"
 
@@ -72,7 +72,7 @@ class CallEnding:
         side: EndingSide,
         settings: Settings,
         observers: Observers,
-        call_control: CallControlClient | None,
+        call_control: CallsApi | None,
         apology: bytes,
     ) -> None:
         self._side = side

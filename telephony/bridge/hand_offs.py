@@ -24,7 +24,7 @@ from telephony.bridge.services import CallServices
 from telephony.bridge.transfer import HandOff, HandOffAction, WarmTransfer
 from telephony.call_info import CallInfo
 from telephony.operations.logs import CallLog
-from telephony.twilio.call_control import REST_TIMEOUT_S
+from telephony.twilio.calls_api import REST_TIMEOUT_S
 from telephony.twilio.twiml import dial_twiml
 
 

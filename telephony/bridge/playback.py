@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from telephony.bridge.protocol import clear_message, mark_message, media_message
 from telephony.codec import FRAME_BYTES, FRAME_SECONDS
+from telephony.twilio.media_streams import clear_message, mark_message, media_message
 
 POLL_S = 0.05
 """How often the waits below look at the marks."""

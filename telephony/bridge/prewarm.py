@@ -25,12 +25,12 @@ from telephony.bridge.agent_factory import AgentFactory, build_agent
 from telephony.bridge.model_guard import guard_model_stream
 from telephony.call_info import CallInfo
 from telephony.controls import CALL_CONTROL_KEY
+from telephony.twilio.parameters import WARM, public_only
 
 log = logging.getLogger(__name__)
 
 STOP_TIMEOUT_S = 5.0
-WARM_PARAMETER = "voicebotWarm"
-"""``<Parameter>`` the webhook adds when it pre-warmed an agent: the worker or replica that holds it."""
+WARM_PARAMETER = WARM
 
 Outcome = Callable[[str], None]
 """Counts what became of a pre-warm: ``hit``, ``miss`` (the stream landed elsewhere), ``late`` (the
@@ -199,5 +199,5 @@ def callinfo_from_webhook(form: Callable[[str], object], parameters: dict[str, s
         account_sid=account_sid if isinstance(account_sid, str) else "",
         from_number=parameters.get("From", ""),
         to_number=parameters.get("To", ""),
-        parameters={name: value for name, value in parameters.items() if not name.startswith("voicebot")},
+        parameters=public_only(parameters),
     )

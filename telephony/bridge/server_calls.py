@@ -25,7 +25,7 @@ from telephony.bridge.transfer import WarmTransfers
 from telephony.call_info import CallInfo
 from telephony.operations.admission import Admission
 from telephony.operations.peers import Peers
-from telephony.twilio.call_control import CALL_OVER
+from telephony.twilio.calls_api import CALL_OVER
 
 log = logging.getLogger(__name__)
 

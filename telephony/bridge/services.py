@@ -13,7 +13,7 @@ from telephony.bridge.transfer import WarmTransfers
 from telephony.config import Settings
 from telephony.operations.latency import LatencySamples
 from telephony.operations.metrics import Metrics
-from telephony.twilio.call_control import CallControlClient
+from telephony.twilio.calls_api import CallsApi
 from telephony.twilio.security import CallTokens
 
 
@@ -23,7 +23,7 @@ class CallServices:
 
     settings: Settings
     agent_factory: AgentFactory
-    call_control: CallControlClient | None = None
+    call_control: CallsApi | None = None
     """Twilio's REST API: hang-ups, transfers (None: a console call, or no credentials)."""
     apology: bytes | None = None
     """The clip played when the agent fails (None: the one shipped with the package)."""

@@ -33,7 +33,6 @@ from telephony.bridge.hand_offs import CallLeg, HandOffs
 from telephony.bridge.observer import ObserverFactory, Observers
 from telephony.bridge.playback import FRAME_SECONDS, Playback
 from telephony.bridge.prewarm import WARM_PARAMETER, Prewarmer
-from telephony.bridge.protocol import Media, Start
 from telephony.bridge.services import CallServices
 from telephony.bridge.stats import CallStats
 from telephony.bridge.tasks import OwnedTasks
@@ -47,7 +46,8 @@ from telephony.config import Settings
 from telephony.operations.latency import LatencySamples
 from telephony.operations.logs import CallLog
 from telephony.operations.metrics import Metrics
-from telephony.twilio.call_control import CallControlClient
+from telephony.twilio.calls_api import CallsApi
+from telephony.twilio.media_streams import Media, Start
 from telephony.twilio.security import CallTokens
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class CallSession:
         websocket: WebSocket,
         settings: Settings | None = None,
         agent_factory: AgentFactory | None = None,
-        call_control: CallControlClient | None = None,
+        call_control: CallsApi | None = None,
         apology: bytes | None = None,
         tokens: CallTokens | None = None,
         console_tokens: CallTokens | None = None,

@@ -16,7 +16,12 @@ from starlette.websockets import WebSocket, WebSocketState
 
 from telephony.bridge.observer import Observers
 from telephony.bridge.playback import MarkState, Playback, Stamp
-from telephony.bridge.protocol import (
+from telephony.bridge.stats import CallStats
+from telephony.call_info import CallInfo
+from telephony.config import Settings
+from telephony.operations.latency import LatencySamples
+from telephony.operations.logs import CallLog
+from telephony.twilio.media_streams import (
     MAX_MESSAGE_BYTES,
     Connected,
     Dtmf,
@@ -28,17 +33,12 @@ from telephony.bridge.protocol import (
     UnknownEvent,
     parse_message,
 )
-from telephony.bridge.stats import CallStats
-from telephony.call_info import CallInfo
-from telephony.config import Settings
-from telephony.operations.latency import LatencySamples
-from telephony.operations.logs import CallLog
+from telephony.twilio.parameters import DIAL
 from telephony.twilio.security import CONSOLE_PARAMETER, PARAMETER_NAME, CallTokens, TokenError, console_subject
 
 log = logging.getLogger(__name__)
 
-DIAL_PARAMETER = "voicebotDial"
-"""``<Parameter>`` naming an outbound call placed by ``voicebot call``: its token is bound to it."""
+DIAL_PARAMETER = DIAL
 POLICY_VIOLATION = 1008
 
 

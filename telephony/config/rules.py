@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from telephony.codec import FRAME_MS
+
 from .declare import ConfigError, Rule
 
 MODEL_PROVIDERS = ("nova", "openai", "gemini", "local")
@@ -19,8 +21,6 @@ MAX_WORKERS = 8
 """Cap on worker processes: the shipped nginx config routes /w/0/ to /w/7/ (VOICEBOT_PORT + 1 to + 8)."""
 PROXIES = ("nginx", "external")
 """Who routes each call's requests to its worker with ``--workers N``: nginx started by ``serve``, or yours."""
-FRAME_MS = 20
-"""Twilio sends caller audio in 20 ms frames, so chunk sizes for the model are multiples of it."""
 RING_TIMEOUT_RANGE = (5, 600)
 """What Twilio accepts for ``Timeout`` on a new call (seconds)."""
 E164 = re.compile(r"\+[1-9][0-9]{7,14}")

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from telephony.codec import TWILIO_RATE
+from telephony.codec import FRAME_SECONDS, TWILIO_RATE
 from telephony.recording.call_audio import CallAudio
 
 TRANSCRIPT_FILE = "transcript.json"
@@ -177,7 +177,7 @@ class TranscriptBuilder:
     def _bot_dict(self, turn: _BotTurn) -> dict[str, Any]:
         heard = [played for played in self.audio.bot if played.tag == turn.tag and played.samples]
         heard_s = sum(played.samples for played in heard) / TWILIO_RATE
-        sent_s = turn.sent_frames * 0.02
+        sent_s = turn.sent_frames * FRAME_SECONDS
         bot: dict[str, Any] = {
             "role": "bot",
             "text": " ".join(turn.text),

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from telephony.call_info import CallInfo
+from telephony.twilio.parameters import public_only
 
 MAX_MESSAGE_BYTES = 64 * 1024
 """Twilio's own messages are well under 1 KiB; anything this large is not from Twilio."""
@@ -51,7 +52,7 @@ class Start:
 
     def call_info(self) -> CallInfo:
         """What the agent factory learns: internal ``voicebot*`` parameters (call tokens) are not passed on."""
-        params = {name: value for name, value in self.custom_parameters.items() if not name.startswith("voicebot")}
+        params = public_only(self.custom_parameters)
         return CallInfo(
             call_sid=self.call_sid,
             stream_sid=self.stream_sid,

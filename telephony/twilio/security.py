@@ -26,12 +26,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
+from telephony.twilio.parameters import CONSOLE, TOKEN
+
 log = logging.getLogger(__name__)
 
-PARAMETER_NAME = "voicebotToken"
+PARAMETER_NAME = TOKEN
 """Name of the TwiML ``<Parameter>`` that carries the call token to the media stream."""
-CONSOLE_PARAMETER = "voicebotConsole"
-"""``start.customParameters`` entry marking a call placed from the console: its token is a console token."""
+CONSOLE_PARAMETER = CONSOLE
 
 _DEFAULT_PORTS = {"https": 443, "wss": 443, "http": 80, "ws": 80}
 _WS_SCHEMES = {"https": "wss", "http": "ws", "wss": "wss", "ws": "ws"}

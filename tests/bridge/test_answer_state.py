@@ -34,7 +34,7 @@ from telephony.bridge.answer import AnswerState
 from telephony.bridge.continuity import Continuity
 from telephony.call_info import CallInfo
 from telephony.operations.logs import CallLog
-from telephony.twilio.call_control import TwilioCallControl
+from telephony.twilio.calls_api import TwilioCallsApi
 
 from ..audio import frame_hz
 from ..conftest import TEST_SETTINGS, serve, settle_tasks
@@ -93,7 +93,7 @@ async def warm_line(briefing: list[Step]) -> AsyncIterator[tuple[FakeTwilio, Any
         model = ScriptedModel(list(briefing))
         return BidiAgent(model=model, tools=[accept_transfer, decline_transfer], system_prompt="brief")
 
-    control = TwilioCallControl(ACCOUNT, TOKEN, http_client=twilio)
+    control = TwilioCallsApi(ACCOUNT, TOKEN, http_client=twilio)
     app = create_app(WARM, agent_factory=caller_agent, call_control=control, briefing_factory=briefing_agent)
     async with serve(app) as base:
         baseline = set(asyncio.all_tasks())

@@ -27,7 +27,7 @@ from telephony.bridge.transfer import resumable_history
 from telephony.call_info import CallInfo
 from telephony.config import TWILIO_HOLD_MUSIC
 from telephony.operations.shutdown import drain
-from telephony.twilio.call_control import TwilioCallControl
+from telephony.twilio.calls_api import TwilioCallsApi
 
 from ..audio import frame_hz
 from ..conftest import TEST_SETTINGS, serve, settle_tasks
@@ -137,7 +137,7 @@ async def warm_line(
         prompt = briefing_prompt(call.transfer)
         return BidiAgent(model=model, tools=[accept_transfer, decline_transfer], system_prompt=prompt)
 
-    control = TwilioCallControl(ACCOUNT, TOKEN, http_client=twilio)
+    control = TwilioCallsApi(ACCOUNT, TOKEN, http_client=twilio)
     app = create_app(settings, agent_factory=caller_agent, call_control=control, briefing_factory=briefing_agent)
     async with serve(app) as base:
         baseline = set(asyncio.all_tasks())

@@ -16,7 +16,7 @@ from telephony.bridge.prewarm import Prewarmer
 from telephony.bridge.transfer.calls import TransferCalls
 from telephony.bridge.transfer.ledger import Ledger
 from telephony.bridge.transfer.state import State, WarmTransfer
-from telephony.twilio.call_control import CALL_OVER
+from telephony.twilio.calls_api import CALL_OVER
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from telephony.bridge.transfer.state import WAITING, HandOff, State, WarmTransfe
 from telephony.call_info import CallInfo
 from telephony.config import Settings
 from telephony.operations.logs import CallLog
-from telephony.twilio.call_control import (
+from telephony.twilio.calls_api import (
     CALL_OVER,
     REST_TIMEOUT_S,
     TransferClient,

@@ -28,7 +28,7 @@ from telephony.call_info import CallInfo, TransferBrief
 from telephony.config import Settings
 from telephony.operations.logs import CallLog
 from telephony.operations.metrics import Metrics
-from telephony.twilio.call_control import TransferClient
+from telephony.twilio.calls_api import TransferClient
 from telephony.twilio.conference import conference_name
 from telephony.twilio.security import CallTokens
 

@@ -6,17 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from telephony.bridge.transfer.state import WarmTransfer
+from telephony.twilio.parameters import BRIEFING, DIAL, RETURN, TRANSFER_OF
 from telephony.twilio.security import PARAMETER_NAME, CallTokens
 from telephony.twilio.twiml import connect_twiml
 
-BRIEFING_PARAMETER = "voicebotBriefing"
-"""``<Parameter>`` on the person's stream: the id of the transfer it briefs for."""
-RETURN_PARAMETER = "voicebotReturn"
-"""``<Parameter>`` on a caller's stream after a transfer that did not go through: that transfer's id."""
-DIAL_PARAMETER = "voicebotDial"
+BRIEFING_PARAMETER = BRIEFING
+RETURN_PARAMETER = RETURN
+DIAL_PARAMETER = DIAL
 """The person's call token is bound to ``dial:<transfer id>`` (their call SID is unknown when it is minted)."""
-LINKED_PARAMETER = "transferOf"
-"""Public ``<Parameter>`` on the person's stream: the caller's call SID (recorded with the briefing leg)."""
+LINKED_PARAMETER = TRANSFER_OF
 
 
 class TransferLinks:

@@ -28,10 +28,9 @@ import websockets
 from twilio.request_validator import RequestValidator
 
 from telephony.bridge.observer import CallObserver
-from telephony.codec import FRAME_BYTES
+from telephony.codec import FRAME_BYTES, FRAME_SECONDS
 from telephony.twilio.security import public_url_for
 
-FRAME_SECONDS = 0.02
 ULAW_SILENCE = b"\xff" * FRAME_BYTES
 FIRST_TIMESTAMP_MS = 100
 """Twilio's first media ``timestamp`` is ~100-160 ms, not 0."""

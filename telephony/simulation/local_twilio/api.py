@@ -34,6 +34,8 @@ from typing import IO, Any
 
 from aiohttp import web
 
+from telephony.twilio.calls_api import CALL_OVER
+
 API = "/2010-04-01"
 ACCOUNT = rf"{API}/Accounts/(?P<account>AC[0-9a-fA-F]{{32}})"
 ROUTES = {
@@ -42,7 +44,7 @@ ROUTES = {
     "numbers": re.compile(rf"{ACCOUNT}/IncomingPhoneNumbers\.json"),
     "number": re.compile(rf"{ACCOUNT}/IncomingPhoneNumbers/(?P<sid>PN[0-9a-fA-F]{{32}})\.json"),
 }
-OVER = frozenset({"completed", "busy", "failed", "no-answer", "canceled"})
+OVER = CALL_OVER
 CALL_FIELDS: dict[str, Any] = {"api_version": "2010-04-01", "price_unit": "USD", "queue_time": "0"} | dict.fromkeys(
     ("parent_call_sid", "phone_number_sid", "price", "answered_by", "forwarded_from", "group_sid", "caller_name")
 )

@@ -31,6 +31,7 @@ from telephony.simulation.local_app.loopback import serve_app
 from telephony.simulation.replay.comparison import OutboundComparison, compare_outbound
 from telephony.simulation.replay.offline import offline_settings, play_against_replay, replay_agent_factory
 from telephony.simulation.replay.report import ReplayReport
+from telephony.twilio.parameters import public_only
 
 if TYPE_CHECKING:
     from agent.replay_model import ReplayModel
@@ -98,7 +99,7 @@ def make_caller(
     script: CallerScript, target: StreamTarget, url: str | None, settings: Settings, speed: float
 ) -> SimulatedCaller:
     """A caller for ``target`` (its parameters over the recorded ones), signed when a token is configured."""
-    recorded = {k: v for k, v in (script.call.get("parameters") or {}).items() if not k.startswith("voicebot")}
+    recorded = public_only(script.call.get("parameters") or {})
     headers = {}
     if settings.twilio_auth_token:
         headers["X-Twilio-Signature"] = twilio_signature(settings.twilio_auth_token, target.url)
@@ -163,7 +164,7 @@ def _recorder(caller: SimulatedCaller, script: CallerScript, out: Path) -> CallR
         account_sid=caller.account_sid,
         from_number=str(script.call.get("from", "")),
         to_number=str(script.call.get("to", "")),
-        parameters={k: v for k, v in (caller.parameters or {}).items() if not k.startswith("voicebot")},
+        parameters=public_only(caller.parameters or {}),
     )
     return CallRecorder.start(call, folder_name(out, call))
 
