@@ -6,6 +6,8 @@ async) and run ``voicebot serve --agent mypackage.module:my_agent``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from strands.bidi import BidiAgent
 
 from telephony.call_info import CallInfo
@@ -33,7 +35,7 @@ def create_agent(call: CallInfo, settings: AgentSettings | Settings | None = Non
         targets=tuple(targets),
         resumed=bool(call.history),
     )
-    tools = [end_conversation]
+    tools: list[Any] = [end_conversation]
     if settings.can_transfer:
         tools.append(transfer_tool(settings.transfer_to, targets))
     if settings.model == "local":

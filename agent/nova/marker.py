@@ -17,7 +17,7 @@ empty assistant message either.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from strands.bidi.types import BidiTranscriptDeltaEvent, BidiTranscriptStartEvent, BidiTranscriptStopEvent
@@ -41,7 +41,7 @@ def is_marker_text(text: str) -> bool:
     return "interrupted" in text and not strip_marker(text)
 
 
-async def without_interrupted_marker(events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+async def without_interrupted_marker(events: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
     """Re-yield ``events`` with the marker removed from transcript deltas (see the module docstring)."""
     held: dict[str, BidiTranscriptStartEvent] = {}
     async for event in events:

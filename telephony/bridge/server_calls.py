@@ -54,8 +54,8 @@ class ServerCalls:
             workers,
             {
                 "prewarm-moved": self._on_prewarm_moved,
-                "call-over": lambda m: self._call_over_here(str(m["call_sid"]), str(m["status"])),
-                "answered-by": lambda m: self._answered_by_here(str(m["call_sid"]), str(m["answered_by"])),
+                "call-over": self._on_call_over,
+                "answered-by": self._on_answered_by,
             },
         )
         await self._peers.start()
@@ -90,6 +90,12 @@ class ServerCalls:
         if self._prewarmer is not None:
             why = f"its stream started on worker {message.get('to', '?')}"
             self._prewarmer.discard(str(message["call_sid"]), why, counted=False)  # counted there, as a miss
+
+    def _on_call_over(self, message: dict[str, Any]) -> None:
+        self._call_over_here(str(message["call_sid"]), str(message["status"]))
+
+    def _on_answered_by(self, message: dict[str, Any]) -> None:
+        self._answered_by_here(str(message["call_sid"]), str(message["answered_by"]))
 
     def _call_over_here(self, call_sid: str, status: str) -> None:
         if self._prewarmer is not None:

@@ -108,9 +108,9 @@ class TranscriptBuilder:
                 self.others.append(tool)
         elif kind == "tool_result":
             result = event.get("tool_result") or {}
-            tool = self._tools.get(str(result.get("toolUseId")))
-            if tool is not None:
-                tool["end"], tool["status"] = at, result.get("status")
+            finished = self._tools.get(str(result.get("toolUseId")))
+            if finished is not None:
+                finished["end"], finished["status"] = at, result.get("status")
 
     def _next_order(self) -> int:
         self._order += 1

@@ -25,7 +25,8 @@ async def verified_form(request: Request, settings: Settings) -> FormData | None
     assert settings.public_url and settings.twilio_auth_token
     url = public_url_for(settings.public_url, request.url.path, request.url.query)
     signature = request.headers.get("x-twilio-signature")
-    if verify_http_signature(settings.twilio_auth_token, url, form.multi_items(), signature):
+    fields = [(name, value) for name, value in form.multi_items() if isinstance(value, str)]  # webhooks send no files
+    if verify_http_signature(settings.twilio_auth_token, url, fields, signature):
         return form
     client = request.client.host if request.client else "?"
     why = "missing" if not signature else "invalid"

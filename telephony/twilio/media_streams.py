@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,7 +263,8 @@ def _parse_dtmf(data: dict[str, Any]) -> Dtmf:
 
 
 def _parse_stop(data: dict[str, Any]) -> Stop:
-    stop = data.get("stop") if isinstance(data.get("stop"), dict) else {}
+    found = data.get("stop")
+    stop: dict[str, Any] = found if isinstance(found, dict) else {}
     return Stop(
         stream_sid=_text(data, "streamSid"),
         sequence_number=_number(data, "sequenceNumber", 0),
@@ -271,7 +273,7 @@ def _parse_stop(data: dict[str, Any]) -> Stop:
     )
 
 
-_PARSERS = {
+_PARSERS: dict[str, Callable[[dict[str, Any]], TwilioMessage]] = {
     "connected": _parse_connected,
     "start": _parse_start,
     "media": _parse_media,

@@ -96,7 +96,7 @@ class _Connection:
 
     def _handle(self, event: h2.events.Event) -> None:
         if isinstance(event, h2.events.RequestReceived):
-            self._request(event.stream_id, dict(event.headers or []))
+            self._request(event.stream_id, {str(name): str(value) for name, value in event.headers or []})  # utf-8: str
         elif isinstance(event, h2.events.DataReceived):
             self._h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
             stream = self._streams.get(event.stream_id)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import logging
 import time
@@ -168,7 +169,7 @@ class TurnEngine:
                     self._barge_in()
             else:
                 turn = CallerTurn(event.pcm, sample_rate)
-                self._respond(lambda turn=turn: self._brain.on_caller_turn(turn), input_s=turn.seconds)
+                self._respond(functools.partial(self._brain.on_caller_turn, turn), input_s=turn.seconds)
 
     def audio_ended(self) -> None:
         """The caller's AUDIO content closed; a half-heard utterance is dropped with the detector."""

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from telephony.call_info import CallInfo
 from telephony.config import Settings
@@ -147,7 +147,7 @@ async def _call(
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(caller.closed.wait(), CLOSE_WAIT_S)  # the bot closes after our stop
         finally:
-            if ticker is not None:
+            if ticker is not None and progress is not None:
                 ticker.cancel()
                 await asyncio.gather(ticker, return_exceptions=True)
                 _finish_progress(report, progress)
@@ -199,7 +199,7 @@ async def _replay_offline(
 
     def factory(call: CallInfo) -> Any:
         agent = make_agent(call)
-        models.append(agent.model)
+        models.append(cast("ReplayModel", agent.model))  # replay_agent_factory builds its agents on one
         return agent
 
     local = offline_settings(settings, recording, options.record)

@@ -60,7 +60,7 @@ class CallOutcome:
     @property
     def ended_by(self) -> str | None:
         by = (self.transcript.get("ended") or {}).get("by")
-        return {"agent": "bot"}.get(by, by)
+        return "bot" if by == "agent" else by
 
     @property
     def end_reason(self) -> str:

@@ -307,5 +307,7 @@ async def _until(condition: Callable[[], bool], timeout: float) -> None:
 
 
 def describe_model(model: Any) -> str:
-    model_id = getattr(model, "model_id", None) or (getattr(model, "get_config", lambda: {})() or {}).get("model_id")
+    get_config = getattr(model, "get_config", None)
+    config: dict[str, Any] = (get_config() if get_config is not None else None) or {}
+    model_id = getattr(model, "model_id", None) or config.get("model_id")
     return f"{type(model).__name__} {model_id}" if model_id else type(model).__name__

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -140,7 +141,7 @@ async def talk(
                     log.unanswered.append(utterance)
                 break
             following = plan.utterances[index + 1] if index + 1 < len(plan.utterances) else None
-            if not await _until(lambda end=end: _bot_heard_since(caller, end), answer_timeout):
+            if not await _until(functools.partial(_bot_heard_since, caller, end), answer_timeout):
                 log.unanswered.append(utterance)
                 continue
             if following is None or following.kind != "barge":

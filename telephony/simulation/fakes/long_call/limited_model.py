@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import itertools
 import time
 import uuid
@@ -30,7 +31,7 @@ from strands.bidi.types import (
     BidiTranscriptStopEvent,
 )
 from strands.types.content import TextBlock
-from strands.types.tools import ToolResultBlock
+from strands.types.tools import ToolResultBlock, ToolUse
 
 from telephony.simulation.fakes.long_call.conversation import RATE, SPEECH_RMS, ToneConversation
 from telephony.simulation.local_nova.replies import CallerTurn, Reply, render_audio
@@ -80,7 +81,7 @@ class _Connection:
             elif isinstance(event, SpeechEnded):
                 self.barged = False
                 turn = CallerTurn(event.pcm, self.model.rate)
-                self.respond(lambda turn=turn: self.model.brain.on_caller_turn(turn))
+                self.respond(functools.partial(self.model.brain.on_caller_turn, turn))
         if self.detector.in_speech:
             self.speech_bytes += len(pcm)
             if self.speech_bytes >= 0.4 * self.model.rate * 2:
@@ -117,8 +118,9 @@ class _Connection:
             await self._audio(content_id, pcm, "goodbye" if goodbye else "answer")
             self.emit(BidiAudioStopEvent(content_id=content_id))
         for request in reply.tool_uses:
-            use = {"toolUseId": request.tool_use_id or f"tooluse_{uuid.uuid4().hex[:16]}", "name": request.name}
-            self.emit(BidiToolUseBlocksEvent(tool_uses=[{**use, "input": request.input}]))  # type: ignore[list-item]
+            use_id = request.tool_use_id or f"tooluse_{uuid.uuid4().hex[:16]}"
+            use = ToolUse(toolUseId=use_id, name=request.name, input=request.input)
+            self.emit(BidiToolUseBlocksEvent(tool_uses=[use]))
             if request.name == "lookup":
                 self.trigger("tool call")
         self.emit(BidiResponseStopEvent(response_id=response_id))
@@ -260,7 +262,7 @@ class LimitedModel(BidiModel):
         elif isinstance(content, BidiMessage):
             for block in content.content:
                 if isinstance(block, TextBlock):
-                    connection.respond(lambda text=block.text: self.brain.on_text(text))
+                    connection.respond(functools.partial(self.brain.on_text, block.text))
                 elif isinstance(block, ToolResultBlock):
                     use_id = block.tool_use_id
-                    connection.respond(lambda use_id=use_id: self.brain.on_tool_result(use_id, "lookup", None))
+                    connection.respond(functools.partial(self.brain.on_tool_result, use_id, "lookup", None))
