@@ -2,7 +2,7 @@
 
 The bridge knows no model. A model (or its adapter on the agent side) that knows what an error means
 for the operator attaches that as a PEP 678 note (``error.add_note(...)``) to the exception it raises;
-the session logs those notes beside the error. ``agent.nova_errors`` does this for Bedrock.
+the session logs those notes beside the error. ``agent.nova.errors`` does this for Bedrock.
 """
 
 from __future__ import annotations

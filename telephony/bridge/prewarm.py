@@ -183,7 +183,7 @@ def claim_warm(
     outcome("miss")
     call_log.warning(
         "pre-warm miss: the agent was pre-warmed on %s but the stream reached %s: starting cold "
-        "(route each stream to the worker or replica its URL names; README: Scaling out)",
+        "(route each stream to the worker or replica its URL names; docs/operations.md: Scaling out)",
         warmed_on,
         here,
     )

@@ -6,7 +6,7 @@ The first line is a header::
      "call": {"call_sid": "CA…", "stream_sid": "MZ…", "account_sid": "AC…", "from": "+1…", "to": "+1…",
               "parameters": {…}},
      "model": {"input_rate": 16000, "output_rate": 16000, "frames_before_model": 2},
-     "agent": {"name": "voicebot", "model": "BedrockNovaSonicModel", "model_id": "amazon.nova-2-5-sonic"}}
+     "agent": {"name": "voicebot", "model": "NovaSonicModel", "model_id": "amazon.nova-2-5-sonic"}}
 
 (``model`` and ``agent`` are null when the agent was never built; ``frames_before_model`` counts the caller
 frames that arrived before it was, which the bridge drops). Every other line has ``t``, seconds since the

@@ -135,7 +135,7 @@ async def one_call(call: SimulatedCaller) -> int:
 
 @needs_nginx
 async def test_serve_runs_nginx_itself_and_every_stream_reaches_its_worker(tmp_path: Path) -> None:
-    """The README's set-up: one public port (ngrok's), ``--workers 2``, no proxy of one's own."""
+    """docs/operations.md's set-up (Scaling out): one public port (ngrok's), ``--workers 2``, no proxy of one's own."""
     base = free_ports(3)
     async with workers(base, tmp_path / "serve.log") as supervisor:
         public = f"http://127.0.0.1:{base}"

@@ -1,6 +1,6 @@
 """Module paths from before ``telephony/simulation`` was split into packages still import, and still run.
 
-Users' tests, scripts and the README name these; each must keep giving the same objects as the new home.
+Users' tests and scripts name these; each must keep giving the same objects as the new home.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Recorded calls replayed through the real bridge: the agent side by the replay model, the caller side by
 the simulated caller. The bridge must send Twilio exactly what it sent when the call was recorded.
 
-The recordings come from ``tests/recorded_calls/make_recordings.py``; see the README for turning a problem
-call into one of these tests.
+The recordings come from ``tests/recorded_calls/make_recordings.py``; see docs/recording.md (Turn a problem
+call into a regression test) for turning a problem call into one of these tests.
 """
 
 from __future__ import annotations

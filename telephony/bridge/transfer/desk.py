@@ -179,7 +179,7 @@ class WarmTransfers:
         self._ledger.later(transfer, self._settings.transfer_accept_timeout_s, self._accept_expired, transfer)
 
     def briefing_heard(self, transfer: WarmTransfer) -> None:
-        """The first briefing audio went out to the person: the figure the README quotes."""
+        """The first briefing audio went out to the person: the figure docs/benchmarks.md (Warm transfer) quotes."""
         if transfer.briefing_heard_at is not None:
             return
         transfer.briefing_heard_at = time.monotonic()

@@ -40,7 +40,7 @@ WAITING = {State.DIALLING, State.RINGING, State.BRIEFING}
 
 @dataclass(frozen=True)
 class HandOff:
-    """What a session does once a hand-off action has run (see ``CallSession.hand_off``)."""
+    """What a session does once a hand-off action has run (see ``telephony.bridge.hand_offs.CallLeg.hand_off``)."""
 
     reason: str
     hang_up: bool = False
@@ -52,7 +52,7 @@ HandOffAction = Callable[[], Awaitable[HandOff | None]]
 
 
 class Leg(Protocol):
-    """What a transfer needs from a call's session (``CallSession``), without importing it."""
+    """What a transfer needs from a call (``CallLeg`` in ``telephony.bridge.hand_offs``), without importing it."""
 
     call: CallInfo | None
 

@@ -3,7 +3,7 @@
 A scenario says who calls and what they do (``caller``), optionally what the model does (``brain``: the
 scripted brain's part, used instead of the agent's model unless ``--real-model``), and what must happen
 (``expect``). Every mistake is reported as ``file:line: field: what is wrong`` before any call is placed.
-See the README section "Test your agent like a phone call" for the whole format.
+See docs/testing.md (Write a scenario) for the whole format.
 """
 
 from __future__ import annotations
