@@ -1,10 +1,13 @@
-"""The docs link to each other: every relative link must reach a file, and every #anchor a heading in it.
+"""The docs link to each other and name the code: every relative link must reach a file, every #anchor a heading in it,
+and every path and module name written as code must exist.
 
 A page moved or a heading renamed breaks links silently on a forge's web view; this catches it here.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
 from pathlib import Path
 
@@ -85,3 +88,75 @@ def test_the_readme_keeps_its_two_commands() -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "uv run voicebot demo" in text
     assert "uv run pytest" in text
+
+
+# The docs name the code: a repository path (``telephony/bridge/session.py``) or a module (``telephony.codec``,
+# ``agent.offline:create_agent``). Only names in code, where a reader copies them from, are checked: backtick spans
+# and code blocks with a language (``sh``, ``python``, ...); an unlabelled block is a diagram or sample output.
+LABELLED_BLOCK = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+REPO_PATH = re.compile(r"(?<![\w./-])((?:telephony|agent|tests|benchmarks|examples|docs|deploy|\.ci)/[\w./-]*)")
+MODULE_NAME = re.compile(r"(?<![\w./:-])((?:telephony|agent)(?:\.\w+)+(?::\w+)?)")
+MADE_BY_RUNS = ("tests/artifacts/",)
+"""Paths the tests create (git-ignored), so a fresh clone lacks them."""
+
+
+def code_in(text: str) -> list[str]:
+    """What a reader would copy: the labelled code blocks, and the code spans outside any block."""
+    return [block for _, block in LABELLED_BLOCK.findall(text)] + CODE_SPAN.findall(FENCE.sub("", text))
+
+
+def module_name_exists(name: str) -> bool:
+    """``a.b.c`` is a module, or an attribute chain on the longest module prefix; ``a.b:f`` too."""
+    parts = name.replace(":", ".").split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            continue
+        target: object = importlib.import_module(module)
+        for attribute in parts[cut:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+def missing_names(text: str) -> list[str]:
+    missing = []
+    for code in code_in(text):
+        for path in REPO_PATH.findall(code):
+            path = path.rstrip(".")
+            if not path.startswith(MADE_BY_RUNS) and not (ROOT / path).exists():
+                missing.append(f"no file or folder {path}")
+        for name in MODULE_NAME.findall(code):
+            if not module_name_exists(name):
+                missing.append(f"no module or attribute {name}")
+    return sorted(set(missing))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_path_and_module_name_in_code_exists(page: Path) -> None:
+    missing = missing_names(page.read_text(encoding="utf-8"))
+    assert not missing, f"{page.relative_to(ROOT)}: " + "; ".join(missing)
+
+
+def test_the_name_check_catches_a_wrong_name() -> None:
+    page = """See `telephony/bridge/sessions.py` and `telephony.bridge.protocols`, `agent.offline:make_agent`,
+`telephony.codec.FRAME_MSEC` and `docs/architecture.md`.
+
+```sh
+uv run python benchmarks/nope.py
+python -m telephony.simulation.local_nova
+```
+"""
+    assert missing_names(page) == [
+        "no file or folder benchmarks/nope.py",
+        "no file or folder telephony/bridge/sessions.py",
+        "no module or attribute agent.offline:make_agent",
+        "no module or attribute telephony.bridge.protocols",
+        "no module or attribute telephony.codec.FRAME_MSEC",
+    ]
