@@ -6,6 +6,7 @@ A page moved or a heading renamed breaks links silently on a forge's web view; t
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import importlib.util
 import re
@@ -160,3 +161,42 @@ python -m telephony.simulation.local_nova
         "no module or attribute telephony.bridge.protocols",
         "no module or attribute telephony.codec.FRAME_MSEC",
     ]
+
+
+VOICEBOT_COMMAND = re.compile(r"\bvoicebot (\w+)([^#\n]*)")
+FLAG = re.compile(r"(?<![\w=-])(--?[a-zA-Z][\w-]*)")
+
+
+def voicebot_options() -> dict[str, set[str]]:
+    """Each ``voicebot`` command and the flags it takes, from the CLI's own parser."""
+    from telephony.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {
+        name: {flag for action in sub._actions for flag in action.option_strings}
+        for name, sub in commands.choices.items()
+    }
+
+
+def unknown_commands(text: str, options: dict[str, set[str]]) -> list[str]:
+    unknown = []
+    for code in code_in(text):
+        for command, rest in VOICEBOT_COMMAND.findall(code):
+            if command not in options:
+                unknown.append(f"no command voicebot {command}")
+                continue
+            unknown += [
+                f"voicebot {command} has no {flag}" for flag in FLAG.findall(rest) if flag not in options[command]
+            ]
+    return sorted(set(unknown))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_voicebot_command_and_flag_in_code_exists(page: Path) -> None:
+    unknown = unknown_commands(page.read_text(encoding="utf-8"), voicebot_options())
+    assert not unknown, f"{page.relative_to(ROOT)}: " + "; ".join(unknown)
+
+
+def test_the_command_check_catches_a_wrong_command() -> None:
+    page = "`uv run voicebot serve --wokers 2` and `voicebot run`; `voicebot call +15550100 --param a=b`"
+    assert unknown_commands(page, voicebot_options()) == ["no command voicebot run", "voicebot serve has no --wokers"]
