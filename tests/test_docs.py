@@ -92,11 +92,12 @@ def test_the_readme_keeps_its_two_commands() -> None:
 
 
 # The docs name the code: a repository path (``telephony/bridge/session.py``) or a module (``telephony.codec``,
-# ``agent.offline:create_agent``). Only names in code, where a reader copies them from, are checked: backtick spans
-# and code blocks with a language (``sh``, ``python``, ...); an unlabelled block is a diagram or sample output.
+# ``agent.offline:create_agent``, ``examples.clinic.agent:create_agent``). Only names in code, where a reader
+# copies them from, are checked: backtick spans and code blocks with a language (``sh``, ``python``, ...); an
+# unlabelled block is a diagram or sample output.
 LABELLED_BLOCK = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 REPO_PATH = re.compile(r"(?<![\w./-])((?:telephony|agent|tests|benchmarks|examples|docs|deploy|\.ci)/[\w./-]*)")
-MODULE_NAME = re.compile(r"(?<![\w./:-])((?:telephony|agent)(?:\.\w+)+(?::\w+)?)")
+MODULE_NAME = re.compile(r"(?<![\w./:-])((?:telephony|agent|examples)(?:\.\w+)+(?::\w+)?)")
 MADE_BY_RUNS = ("tests/artifacts/",)
 """Paths the tests create (git-ignored), so a fresh clone lacks them."""
 
@@ -147,6 +148,7 @@ def test_every_path_and_module_name_in_code_exists(page: Path) -> None:
 
 def test_the_name_check_catches_a_wrong_name() -> None:
     page = """See `telephony/bridge/sessions.py` and `telephony.bridge.protocols`, `agent.offline:make_agent`,
+`examples.clinic.agents:create_agent`,
 `telephony.codec.FRAME_MSEC` and `docs/architecture.md`.
 
 ```sh
@@ -158,6 +160,7 @@ python -m telephony.simulation.local_nova
         "no file or folder benchmarks/nope.py",
         "no file or folder telephony/bridge/sessions.py",
         "no module or attribute agent.offline:make_agent",
+        "no module or attribute examples.clinic.agents:create_agent",
         "no module or attribute telephony.bridge.protocols",
         "no module or attribute telephony.codec.FRAME_MSEC",
     ]
