@@ -96,6 +96,8 @@ def test_the_readme_keeps_its_two_commands() -> None:
 # copies them from, are checked: backtick spans and code blocks with a language (``sh``, ``python``, ...); an
 # unlabelled block is a diagram or sample output.
 LABELLED_BLOCK = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+INLINE_CODE = re.compile(r"`([^`]+)`")
+"""A code span, which may run over a line break."""
 REPO_PATH = re.compile(r"(?<![\w./-])((?:telephony|agent|tests|benchmarks|examples|docs|deploy|\.ci)/[\w./-]*)")
 MODULE_NAME = re.compile(r"(?<![\w./:-])((?:telephony|agent|examples)(?:\.\w+)+(?::\w+)?)")
 MADE_BY_RUNS = ("tests/artifacts/",)
@@ -104,7 +106,8 @@ MADE_BY_RUNS = ("tests/artifacts/",)
 
 def code_in(text: str) -> list[str]:
     """What a reader would copy: the labelled code blocks, and the code spans outside any block."""
-    return [block for _, block in LABELLED_BLOCK.findall(text)] + CODE_SPAN.findall(FENCE.sub("", text))
+    spans = [span.replace("\n", " ") for span in INLINE_CODE.findall(FENCE.sub("", text))]
+    return [block for _, block in LABELLED_BLOCK.findall(text)] + spans
 
 
 def module_name_exists(name: str) -> bool:
@@ -147,7 +150,8 @@ def test_every_path_and_module_name_in_code_exists(page: Path) -> None:
 
 
 def test_the_name_check_catches_a_wrong_name() -> None:
-    page = """See `telephony/bridge/sessions.py` and `telephony.bridge.protocols`, `agent.offline:make_agent`,
+    page = """See `uv run voicebot replay --offlin
+--record x` or `telephony/bridge/sessions.py` and `telephony.bridge.protocols`, `agent.offline:make_agent`,
 `examples.clinic.agents:create_agent`,
 `telephony.codec.FRAME_MSEC` and `docs/architecture.md`.
 
@@ -156,6 +160,7 @@ uv run python benchmarks/nope.py
 python -m telephony.simulation.local_nova
 ```
 """
+    assert unknown_commands(page, voicebot_options()) == ["voicebot replay has no --offlin"]
     assert missing_names(page) == [
         "no file or folder benchmarks/nope.py",
         "no file or folder telephony/bridge/sessions.py",
