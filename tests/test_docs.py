@@ -100,6 +100,7 @@ INLINE_CODE = re.compile(r"`([^`]+)`")
 """A code span, which may run over a line break."""
 REPO_PATH = re.compile(r"(?<![\w./-])((?:telephony|agent|tests|benchmarks|examples|docs|deploy|\.ci)/[\w./-]*)")
 MODULE_NAME = re.compile(r"(?<![\w./:-])((?:telephony|agent|examples)(?:\.\w+)+(?::\w+)?)")
+RUN_MODULE = re.compile(r"\bpython -m ([\w.]+)")
 MADE_BY_RUNS = ("tests/artifacts/",)
 """Paths the tests create (git-ignored), so a fresh clone lacks them."""
 
@@ -110,16 +111,19 @@ def code_in(text: str) -> list[str]:
     return [block for _, block in LABELLED_BLOCK.findall(text)] + spans
 
 
+def spec_of(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
 def module_name_exists(name: str) -> bool:
     """``a.b.c`` is a module, or an attribute chain on the longest module prefix; ``a.b:f`` too."""
     parts = name.replace(":", ".").split(".")
     for cut in range(len(parts), 0, -1):
         module = ".".join(parts[:cut])
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except ModuleNotFoundError:
-            found = False
-        if not found:
+        if not spec_of(module):
             continue
         target: object = importlib.import_module(module)
         for attribute in parts[cut:]:
@@ -140,6 +144,9 @@ def missing_names(text: str) -> list[str]:
         for name in MODULE_NAME.findall(code):
             if not module_name_exists(name):
                 missing.append(f"no module or attribute {name}")
+        for name in RUN_MODULE.findall(code):
+            if name.split(".")[0] in {"telephony", "agent", "examples", "tests", "benchmarks"} and not spec_of(name):
+                missing.append(f"no module {name} to run")
     return sorted(set(missing))
 
 
@@ -158,6 +165,7 @@ def test_the_name_check_catches_a_wrong_name() -> None:
 ```sh
 uv run python benchmarks/nope.py
 python -m telephony.simulation.local_nova
+uv run python -m tests.recorded_calls.make_recording
 ```
 """
     assert unknown_commands(page, voicebot_options()) == ["voicebot replay has no --offlin"]
@@ -168,6 +176,7 @@ python -m telephony.simulation.local_nova
         "no module or attribute examples.clinic.agents:create_agent",
         "no module or attribute telephony.bridge.protocols",
         "no module or attribute telephony.codec.FRAME_MSEC",
+        "no module tests.recorded_calls.make_recording to run",
     ]
 
 
