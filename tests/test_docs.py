@@ -7,8 +7,10 @@ A page moved or a heading renamed breaks links silently on a forge's web view; t
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import importlib.util
+import os
 import re
 from pathlib import Path
 
@@ -103,6 +105,19 @@ MODULE_NAME = re.compile(r"(?<![\w./:-])((?:telephony|agent|examples)(?:\.\w+)+(
 RUN_MODULE = re.compile(r"\bpython -m ([\w.]+)")
 MADE_BY_RUNS = ("tests/artifacts/",)
 """Paths the tests create (git-ignored), so a fresh clone lacks them."""
+FILE_NAME = re.compile(r"(?<![\w/.-])(\w+\.py)\b")
+"""A module named by its file alone, as a table of a package's modules does (``session.py``)."""
+THE_READERS_OWN = {"mybot.py"}
+"""Files the docs ask the reader to write."""
+
+
+@functools.cache
+def repository_file_names() -> frozenset[str]:
+    names = set()
+    for _folder, subfolders, files in os.walk(ROOT):
+        subfolders[:] = [name for name in subfolders if not name.startswith(".") and name != "node_modules"]
+        names.update(name for name in files if name.endswith(".py"))
+    return frozenset(names)
 
 
 def code_in(text: str) -> list[str]:
@@ -136,7 +151,9 @@ def module_name_exists(name: str) -> bool:
 
 def missing_names(text: str) -> list[str]:
     missing = []
+    file_names = repository_file_names() | THE_READERS_OWN
     for code in code_in(text):
+        missing += [f"no file named {name}" for name in FILE_NAME.findall(code) if name not in file_names]
         for path in REPO_PATH.findall(code):
             path = path.rstrip(".")
             if not path.startswith(MADE_BY_RUNS) and not (ROOT / path).exists():
@@ -158,8 +175,8 @@ def test_every_path_and_module_name_in_code_exists(page: Path) -> None:
 
 def test_the_name_check_catches_a_wrong_name() -> None:
     page = """See `uv run voicebot replay --offlin
---record x` or `telephony/bridge/sessions.py` and `telephony.bridge.protocols`, `agent.offline:make_agent`,
-`examples.clinic.agents:create_agent`,
+--record x` or `twilio_streams.py`, `telephony/bridge/sessions.py` and `telephony.bridge.protocols`,
+`agent.offline:make_agent`, `examples.clinic.agents:create_agent`,
 `telephony.codec.FRAME_MSEC` and `docs/architecture.md`.
 
 ```sh
@@ -170,6 +187,7 @@ uv run python -m tests.recorded_calls.make_recording
 """
     assert unknown_commands(page, voicebot_options()) == ["voicebot replay has no --offlin"]
     assert missing_names(page) == [
+        "no file named twilio_streams.py",
         "no file or folder benchmarks/nope.py",
         "no file or folder telephony/bridge/sessions.py",
         "no module or attribute agent.offline:make_agent",
