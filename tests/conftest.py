@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
 import os
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -144,6 +147,7 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "twilio/test_local_twilio_api.py::test_in_its_own_process_",
     ),
     "browser": ("console/test_console_browser.py", "console/test_console_pages.py"),
+    "exclusive": ("operations/test_serve_as_users_run_it.py",),
     "emulator": (
         "simulation/test_local_nova.py",
         "simulation/test_long_calls_nova.py",
@@ -167,6 +171,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for kind in kinds_of(item.nodeid.removeprefix("tests/"), getattr(item, "fixturenames", ())):
             item.add_marker(kind)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Under pytest-xdist, an ``exclusive`` test runs with no other test at the same time (see machine_share)."""
+    with machine_share(alone=item.get_closest_marker("exclusive") is not None):
+        yield
+
+
+@contextmanager
+def machine_share(alone: bool) -> Iterator[None]:
+    """A readers-writer lock across the workers of one run: every test holds the machine shared, an exclusive
+    one (fifty calls that load the whole machine by design) holds it alone.
+
+    Both go through a turnstile first, so a waiting exclusive test is not starved by the others' next tests.
+    Outside xdist there is one process and nothing to share."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:
+        yield
+        return
+    folder = Path(tempfile.gettempdir()) / f"voicebot-tests-{run}"
+    folder.mkdir(exist_ok=True)
+    with open(folder / "turnstile", "a") as turnstile, open(folder / "machine", "a") as machine:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        yield  # both locks go with the files
 
 
 def kinds_of(test_id: str, fixtures: Sequence[str]) -> set[str]:
