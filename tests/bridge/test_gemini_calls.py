@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import agent.gemini  # noqa: F401  google-genai's import (~1-3 s) paid at collection, not inside a call's start limit
 from telephony.app import create_app
 from telephony.bridge import session as session_module
 from telephony.bridge.ending import load_apology
@@ -149,6 +150,7 @@ async def test_greeting_and_a_turn_are_heard_both_ways(
     assert session.path == "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
     assert session.text_inputs == [GREETING]
     assert {"realtime_input", "client_content"} <= session.snake_keys  # the SDK's own spelling, accepted
+    assert session.urlsafe_audio  # google-genai writes the audio's base64 URL-safe (pydantic's bytes as JSON)
     # caller audio reached Gemini at 16 kHz, at the pitch the caller spoke
     assert session.caller_sample_rate == 16000
     assert voiced_seconds(bytes(session.caller_audio), 16000) == pytest.approx(0.6, abs=0.04)
@@ -182,12 +184,15 @@ async def test_barge_in_clears_the_line_with_nothing_stale_after_it(
             await call.connect()
             # 4 s of greeting streams in 1 s; talk over it while it is still playing at the caller's end
             await listen_until(call, heard_at_least(LONG_HZ, 0.6), then_s=0.0)
+            onset = time.monotonic() - call.started
             await talk(call, 0.5, 1.8)
             await call.stop()
 
     [session] = local_gemini.sessions
     assert session.barge_ins == 1 and "serverContent" in session.sent
     [clear] = call.events("clear")
+    print(f"caller onset -> clear: {(clear.at - onset) * 1000:.0f} ms")  # shown with -s
+    assert 0.0 < clear.at - onset < 0.5  # the level detector's 60 ms onset, a send chunk, the loopback
     hz = heard_hz(call)
     assert 0.6 < seconds_of(hz, LONG_HZ) < 1.6  # cut well short of its 4 s
     after_clear = [
@@ -233,6 +238,7 @@ async def test_a_tool_round_trip_and_end_conversation_hang_up_after_the_goodbye_
     [(hung_up_at, sid)] = rest.calls
     assert sid == CALL_SID
     assert last_goodbye_frame < hung_up_at - call.started < last_goodbye_frame + 1.5  # ...before the hang-up
+    print(f"last goodbye frame -> hang-up: {(hung_up_at - call.started - last_goodbye_frame) * 1000:.0f} ms")
     assert "agent ended the call (the caller said goodbye)" in caplog.text
 
 
