@@ -94,14 +94,16 @@ class GeminiSession:
 
     async def run(self) -> None:
         try:
-            if not await self._set_up():
-                return
-            await self._converse()
+            if await self._set_up():
+                await self._converse()
         except ConnectionClosed:
-            self.record.ended_by = self.record.ended_by or "client closed"
+            pass
+        except TimeoutError:
+            await self._close(1008, "no setup received", ended_by="no setup")
         finally:
             await self._turns.close()
             self.record.barge_ins = self._turns.barge_ins
+            self.record.ended_by = self.record.ended_by or "client closed"
 
     async def _set_up(self) -> bool:
         async with asyncio.timeout(SETUP_TIMEOUT_S):
