@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
@@ -240,6 +241,48 @@ async def test_a_tool_round_trip_and_end_conversation_hang_up_after_the_goodbye_
     assert last_goodbye_frame < hung_up_at - call.started < last_goodbye_frame + 1.5  # ...before the hang-up
     print(f"last goodbye frame -> hang-up: {(hung_up_at - call.started - last_goodbye_frame) * 1000:.0f} ms")
     assert "agent ended the call (the caller said goodbye)" in caplog.text
+
+
+async def test_keypresses_reach_gemini_as_text(local_gemini: LocalGemini, monkeypatch: pytest.MonkeyPatch) -> None:
+    local_gemini.brain = ScriptedBrain(
+        texts=[
+            Reply(text="Hello.", audio=Tone(0.3, hz=GREETING_HZ)),
+            Reply(text="Five.", audio=Tone(0.3, hz=ANSWER_HZ)),
+        ]
+    )
+    async with gemini_line(local_gemini, monkeypatch) as line:
+        async with line.caller() as call:
+            await call.connect()
+            await listen_until(call, heard_at_least(GREETING_HZ, 0.3))
+            await call.dtmf("5")
+            await listen_until(call, heard_at_least(ANSWER_HZ, 0.3))
+            await call.stop()
+
+    [session] = local_gemini.sessions
+    assert session.text_inputs == [GREETING, "The caller pressed 5 on their keypad."]
+
+
+async def test_the_connection_opened_at_the_webhook_is_the_one_the_call_uses(
+    local_gemini: LocalGemini, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    local_gemini.brain = ScriptedBrain(texts=[Reply(text="Hello.", audio=Tone(0.4, hz=GREETING_HZ))])
+    caplog.set_level(logging.INFO)
+    async with gemini_line(local_gemini, monkeypatch, prewarm=True) as line:
+        async with httpx.AsyncClient(base_url=f"http://{line.base}") as client:
+            response = await client.post("/twiml", data={"CallSid": CALL_SID, "From": "+15550001111"})
+        assert response.status_code == 200
+        await local_gemini.wait_for_sessions(1)  # Gemini is connected before the stream exists
+        await asyncio.sleep(0.5)
+        async with line.caller() as call:
+            await call.connect()
+            await call.silence(1.0)
+            await call.stop()
+
+    assert len(local_gemini.sessions) == 1  # no second connection for the call
+    assert local_gemini.sessions[0].text_inputs == [GREETING]
+    assert seconds_of(heard_hz(call), GREETING_HZ) == pytest.approx(0.4, abs=0.06)
+    assert min(frame.at for frame in call.heard if frame_hz(frame.payload)) < 0.5  # paid while the phone rang
+    assert "(pre-warmed)" in caplog.text
 
 
 # --- refusals: the caller hears the apology, the log says what to do -----------------------------------
