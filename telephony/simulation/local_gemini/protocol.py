@@ -134,9 +134,10 @@ def _text_of(content: Any, where: str) -> str:
     if not isinstance(content, dict) or not isinstance(content.get("parts"), list):
         raise ProtocolError(f"{where} must be a Content with parts, got {content!r}")
     texts = [part.get("text") for part in content["parts"] if isinstance(part, dict)]
-    if len(texts) != len(content["parts"]) or not all(isinstance(text, str) for text in texts):
+    strings = [text for text in texts if isinstance(text, str)]
+    if len(strings) != len(content["parts"]):
         raise ProtocolError(f"{where} parts must be text")
-    return "".join(texts)
+    return "".join(strings)
 
 
 def _tools(tools: Any) -> dict[str, dict[str, Any]]:

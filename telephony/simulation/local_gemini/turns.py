@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from telephony.simulation.local_nova.replies import Brain, CallerTurn, Reply, render_audio
@@ -69,7 +70,7 @@ class GeminiTurns:
                     self._barge_in()
             else:
                 turn = CallerTurn(event.pcm, sample_rate)
-                self._respond(lambda turn=turn: self._brain.on_caller_turn(turn), input_s=turn.seconds)
+                self._respond(partial(self._brain.on_caller_turn, turn), input_s=turn.seconds)
 
     def text_input(self, text: str) -> None:
         """A ``clientContent`` user turn that completes: the model answers it."""
