@@ -192,8 +192,11 @@ async def test_barge_in_clears_the_line_with_nothing_stale_after_it(
     [session] = local_gemini.sessions
     assert session.barge_ins == 1 and "serverContent" in session.sent
     [clear] = call.events("clear")
+    after_interrupted = call.started + clear.at - session.interrupted_at[0]
     print(f"caller onset -> clear: {(clear.at - onset) * 1000:.0f} ms")  # shown with -s
+    print(f"server's interrupted -> clear: {after_interrupted * 1000:.1f} ms")
     assert 0.0 < clear.at - onset < 0.5  # the level detector's 60 ms onset, a send chunk, the loopback
+    assert 0.0 < after_interrupted < 0.1
     hz = heard_hz(call)
     assert 0.6 < seconds_of(hz, LONG_HZ) < 1.6  # cut well short of its 4 s
     after_clear = [
@@ -341,6 +344,28 @@ async def test_refusals_at_connect_get_the_apology_and_an_operator_hint(
     assert logged in failures[0]
     [session] = local_gemini.sessions  # the SDK does not retry
     assert session.ended_by is not None and session.ended_by.startswith("refused: ")
+
+
+async def test_a_quota_close_mid_call_gets_the_apology_and_an_operator_hint(
+    local_gemini: LocalGemini, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    local_gemini.faults.push(Fault.close(1.2, 1011, "You exceeded your current quota, please check your plan."))
+    local_gemini.brain = ScriptedBrain(texts=[Reply(text="Hello.", audio=Tone(0.4, hz=GREETING_HZ))])
+    rest = FakeCallControl()
+    caplog.set_level(logging.INFO)
+    async with gemini_line(local_gemini, monkeypatch, rest=rest) as line:
+        call = await call_until_hung_up(line)
+
+    assert seconds_of(heard_hz(call), GREETING_HZ) == pytest.approx(0.4, abs=0.06)
+    assert heard_the_apology(call) and len(rest.calls) == 1
+    failures = [record.getMessage() for record in caplog.records if record.levelno == logging.ERROR]
+    assert (
+        len(failures) == 1
+        and "agent failed mid-call: APIError: 1011 None. You exceeded your current quota" in (failures[0])
+    )
+    assert f"what to do: the Gemini API is limiting {MODEL_ID} for this key" in failures[0]
+    assert local_gemini.sessions[0].ended_by == "fault: close 1011"
+    assert "agent did not stop cleanly" not in caplog.text
 
 
 # --- the connection limit: goAway, resumption by handle -------------------------------------------------

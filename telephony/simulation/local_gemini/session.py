@@ -54,8 +54,13 @@ class SessionRecord:
     sent: list[str] = field(default_factory=list)
     handles: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
-    barge_ins: int = 0
+    interrupted_at: list[float] = field(default_factory=list)
+    """When each ``interrupted`` was queued for the client (monotonic)."""
     ended_by: str | None = None
+
+    @property
+    def barge_ins(self) -> int:
+        return len(self.interrupted_at)
 
     @property
     def model_id(self) -> str:
@@ -86,7 +91,7 @@ class GeminiSession:
         self.record = record
         self._parts = parts
         self._outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self._turns = GeminiTurns(parts.brain, self._emit, parts.pacing, self._resumable_point)
+        self._turns = GeminiTurns(parts.brain, self._emit, parts.pacing, self._resumable_point, record.interrupted_at)
         self._info: SetupInfo | None = None
         self._history_open = False
         self._closing: tuple[int, str] | None = None
@@ -102,7 +107,6 @@ class GeminiSession:
             await self._close(1008, "no setup received", ended_by="no setup")
         finally:
             await self._turns.close()
-            self.record.barge_ins = self._turns.barge_ins
             self.record.ended_by = self.record.ended_by or "client closed"
 
     async def _set_up(self) -> bool:

@@ -47,7 +47,14 @@ class Pacing:
 class GeminiTurns:
     """One connection's conversation. Feed it caller input; it emits Live API server messages through ``emit``."""
 
-    def __init__(self, brain: Brain, emit: Emit, pacing: Pacing, on_turn_complete: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        brain: Brain,
+        emit: Emit,
+        pacing: Pacing,
+        on_turn_complete: Callable[[], None],
+        interrupted_at: list[float] | None = None,
+    ) -> None:
         self._brain = brain
         self._emit = emit
         self._pacing = pacing
@@ -58,7 +65,8 @@ class GeminiTurns:
         self._audible_until = 0.0
         self._turn_open = False
         self.tool_calls: dict[str, str] = {}
-        self.barge_ins = 0
+        self.interrupted_at = interrupted_at if interrupted_at is not None else []
+        """When each barge-in's ``interrupted`` was emitted (monotonic)."""
 
     def caller_audio(self, pcm: bytes, sample_rate: int) -> None:
         """Caller PCM16 from a ``realtimeInput``: may start a barge-in or finish a turn."""
@@ -175,7 +183,7 @@ class GeminiTurns:
 
     def _barge_in(self) -> None:
         """The caller talks over audio still playing at their end: the generation is dropped, as Gemini does."""
-        self.barge_ins += 1
+        self.interrupted_at.append(time.monotonic())
         self._audible_until = 0.0
         playing, self._playing = self._playing, None
         if playing is not None:
