@@ -246,6 +246,27 @@ async def test_a_tool_round_trip_and_end_conversation_hang_up_after_the_goodbye_
     assert "agent ended the call (the caller said goodbye)" in caplog.text
 
 
+async def test_cold_transfer_after_the_hand_off_line(
+    local_gemini: LocalGemini, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    transfer = ToolRequest("transfer_call", {"reason": "the caller asked for a person"})
+    local_gemini.brain = ScriptedBrain(
+        texts=[Reply(text="Let me put you through.", audio=Tone(0.8, hz=GREETING_HZ), tool_uses=(transfer,))]
+    )
+    rest = FakeCallControl()
+    async with gemini_line(local_gemini, monkeypatch, rest=rest, transfer_to="+15550003333") as line:
+        call = await call_until_hung_up(line, timeout=8.0)
+
+    [(redirected_at, sid, twiml)] = rest.redirects
+    assert sid == CALL_SID and "<Dial" in twiml and "+15550003333" in twiml
+    assert seconds_of(heard_hz(call), GREETING_HZ) == pytest.approx(0.8, abs=0.06)
+    assert redirected_at - call.started > max(frame.at for frame in call.heard if frame_hz(frame.payload))
+    [session] = local_gemini.sessions
+    [(_, name, result)] = session.tool_results
+    assert name == "transfer_call" and "transferred" in json.dumps(result)
+    assert session.info is not None and sorted(session.info.tools) == ["end_conversation", "transfer_call"]
+
+
 async def test_keypresses_reach_gemini_as_text(local_gemini: LocalGemini, monkeypatch: pytest.MonkeyPatch) -> None:
     local_gemini.brain = ScriptedBrain(
         texts=[
