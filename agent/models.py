@@ -50,9 +50,9 @@ def create_model(settings: AgentSettings | Settings) -> BidiModel:
             return with_quiet_switchover(OpenAIRealtimeModel)(
                 model_id=model_id, transcription_model_id="gpt-4o-transcribe", voice=settings.voice or "alloy"
             )
-        from strands.bidi.models import GoogleGeminiLiveModel
+        from .gemini import GeminiLiveModel
 
-        return with_quiet_switchover(GoogleGeminiLiveModel)(model_id=model_id, voice=settings.voice)
+        return GeminiLiveModel(model_id=model_id, voice=settings.voice)
     except ImportError as error:
         raise RuntimeError(
             f"VOICEBOT_MODEL={settings.model} needs its extra: install with `uv sync --extra {settings.model}`"

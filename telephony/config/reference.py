@@ -27,6 +27,8 @@ EXTERNAL: dict[str, str] = {
     "OPENAI_API_KEY": "The key for `VOICEBOT_MODEL=openai` (install the extra: `uv sync --extra openai`).",
     "GOOGLE_API_KEY": "The key for `VOICEBOT_MODEL=gemini` (install the extra: `uv sync --extra gemini`).",
     "GEMINI_API_KEY": "The same, under the name Google's client also reads.",
+    "GOOGLE_GEMINI_BASE_URL": "Where Gemini Live is reached instead of `https://generativelanguage.googleapis.com/` "
+    "(google-genai dials it as `wss://`; a proxy or the local Gemini).",
     "OTEL_EXPORTER_OTLP_ENDPOINT": "Export Strands' traces over OTLP (install the extra: `uv sync --extra otel`).",
     "PROMETHEUS_MULTIPROC_DIR": "With several workers: where their metrics are shared (a temporary folder if unset).",
 }

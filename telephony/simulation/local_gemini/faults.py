@@ -1,0 +1,88 @@
+"""Gemini Live's connection limit and refusals, reproducible in seconds.
+
+A Live connection lasts about 10 minutes: some time before the end the service sends ``goAway`` with the time
+left, then closes. Times are multiplied by ``time_scale`` so a test lives through it in a second or two.
+Refusals are queued and taken by new connections in order; the service answers them the way it answers a bad
+key, a used-up quota or an unknown model: it accepts the WebSocket, reads the ``setup`` and closes with a code.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Fault", "FaultQueue", "TimeLimits"]
+
+
+@dataclass(frozen=True)
+class TimeLimits:
+    """The connection limit and when ``goAway`` comes before it, in service seconds; real = these x ``time_scale``."""
+
+    connection_limit_s: float = 600.0
+    go_away_notice_s: float = 50.0
+    time_scale: float = 1.0
+
+    @property
+    def connection_limit(self) -> float:
+        return self.connection_limit_s * self.time_scale
+
+    @property
+    def go_away_at(self) -> float:
+        return max(0.0, self.connection_limit_s - self.go_away_notice_s) * self.time_scale
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What goes wrong with one connection: a close at set-up, a refused resumption, or a close mid-call."""
+
+    kind: Literal["reject", "refuse_resume", "close"]
+    code: int = 1011
+    reason: str = ""
+    after_s: float = 0.0
+
+    @classmethod
+    def bad_key(cls) -> Fault:
+        return cls("reject", 1007, "API key not valid. Please pass a valid API key.")
+
+    @classmethod
+    def rate_limited(cls) -> Fault:
+        return cls("reject", 1011, "You exceeded your current quota, please check your plan and billing details.")
+
+    @classmethod
+    def model_not_found(cls, model: str) -> Fault:
+        return cls(
+            "reject",
+            1008,
+            f"models/{model} is not found for API version v1beta, or is not supported for bidiGenerateContent.",
+        )
+
+    @classmethod
+    def refuse_resume(cls) -> Fault:
+        """The next connection that asks to resume a session is refused, as for a handle that expired."""
+        return cls("refuse_resume", 1008, "Session not found or expired.")
+
+    @classmethod
+    def close(cls, after_s: float, code: int = 1011, reason: str = "Internal error encountered.") -> Fault:
+        """The connection is closed mid-call with ``code``."""
+        return cls("close", code, reason, after_s)
+
+
+class FaultQueue:
+    """Faults waiting for the next connections (a resumption refusal waits for a connection that resumes)."""
+
+    def __init__(self) -> None:
+        self._faults: deque[Fault] = deque()
+
+    def push(self, *faults: Fault) -> None:
+        self._faults.extend(faults)
+
+    def take(self, resuming: bool) -> Fault | None:
+        for fault in self._faults:
+            if resuming or fault.kind != "refuse_resume":
+                self._faults.remove(fault)
+                return fault
+        return None
+
+    def __len__(self) -> int:
+        return len(self._faults)
