@@ -25,7 +25,10 @@ from .fakes.model import ScriptedModel, Step
 from .fakes.rest import FakeCallControl
 from .fakes.twilio import FakeTwilioCall
 
-pytest_plugins = ["telephony.simulation.local_nova.pytest_plugin"]  # the `local_nova` fixture
+pytest_plugins = [
+    "telephony.simulation.local_nova.pytest_plugin",  # the `local_nova` fixture
+    "telephony.simulation.local_openai.pytest_plugin",  # the `local_openai` fixture
+]
 
 # boto3 must never probe the instance-metadata address; tests touch no network but loopback.
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
@@ -156,9 +159,10 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "simulation/test_scenarios.py",
     ),
 }
-"""Test ids under tests/ (prefixes) for each marker in pyproject.toml; tests using ``local_nova`` are ``emulator``."""
+"""Test ids under tests/ (prefixes) for each marker in pyproject.toml; tests using a local model server's fixture
+(``local_nova``, ``local_openai``) are ``emulator``."""
 
-FIXTURE_KINDS = {"local_nova": "emulator"}
+FIXTURE_KINDS = {"local_nova": "emulator", "local_openai": "emulator"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker

@@ -22,7 +22,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("telephony.recording",),
     ("telephony.console",),
     ("telephony.app", "telephony.routes"),
-    ("telephony.simulation.local_nova", "telephony.simulation.local_twilio", "telephony.simulation.local_app"),
+    (
+        "telephony.simulation.local_nova",
+        "telephony.simulation.local_openai",
+        "telephony.simulation.local_twilio",
+        "telephony.simulation.local_app",
+    ),
     ("telephony.simulation.caller",),
     ("telephony.simulation.fakes", "telephony.simulation.replay"),
     ("telephony.simulation.demo", "telephony.simulation.scenarios"),
