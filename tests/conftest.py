@@ -150,6 +150,7 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
     "emulator": (
         "bridge/test_openai_calls.py",
         "simulation/test_local_nova.py",
+        "simulation/test_local_openai.py",
         "simulation/test_long_calls_nova.py",
         "simulation/test_scenarios.py::test_the_brain_also_plays_on_the_local_nova_emulator",
     ),

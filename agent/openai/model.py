@@ -99,6 +99,7 @@ class OpenAIRealtime(QuietSwitchover, _AtEndpoint):
         except (ConnectionClosed, OSError) as error:  # the connection is going: nothing left to trim
             log.debug("item_id=<%s> | truncate not sent: %s", item.item_id, error)
             return
+        item.audio_ms = end_ms  # the item holds no more than this now: a later truncate may not go past it
         log.debug("item_id=<%s>, audio_end_ms=<%d> | assistant item truncated to what was heard", item.item_id, end_ms)
 
     def _convert_openai_event(self, openai_event: dict[str, Any], state: Any = None) -> list[BidiOutputEvent] | None:

@@ -172,6 +172,7 @@ class OpenAISession:
         pcm = decode_audio(event.get("audio"))
         self.record.caller_audio.extend(pcm)
         self._responder.caller_audio(pcm)
+        self.record.barge_ins, self.record.cancelled = self._responder.barge_ins, self._responder.cancelled
 
     def _item_create(self, event: dict[str, Any]) -> None:
         item = event.get("item")
