@@ -144,6 +144,7 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
     "slow": (
         "operations/",
         "test_cli.py::test_serve_model_flag_reaches_the_default_agent",
+        "simulation/test_local_openai.py::test_voicebot_serve_",
         "twilio/test_local_twilio_api.py::test_in_its_own_process_",
     ),
     "browser": ("console/test_console_browser.py", "console/test_console_pages.py"),

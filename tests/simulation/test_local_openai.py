@@ -149,3 +149,47 @@ def test_process_mode_serves_until_told_to_stop(tmp_path: Any) -> None:
     finally:
         process.terminate()
         assert process.wait(10) == 0
+
+
+async def test_voicebot_serve_model_openai_talks_to_the_local_server_and_logs_its_endpoint(
+    local_openai: LocalOpenAI, tmp_path: Any
+) -> None:
+    """`voicebot serve --model openai`, run as a user would, with OPENAI_BASE_URL and the key: a call is greeted
+    by the local server, and the start-up log names the endpoint calls will use."""
+    from telephony.simulation.caller.simulated_caller import SimulatedCaller, answer
+
+    from ..ports import free_port
+
+    local_openai.brain = ScriptedBrain(texts=[Reply(text="Hello from the local OpenAI.", audio=Tone(0.8))])
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("VOICEBOT_", "AWS_", "TWILIO_"))}
+    log_path = tmp_path / "serve.log"
+    argv = [sys.executable, "-m", "telephony.cli", "serve", "--model", "openai", "--port", str(port)]
+    with log_path.open("w") as log_file:
+        server = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(1200):  # a fresh checkout compiles every module first: allow a minute on a busy machine
+            if "Application startup complete" in log_path.read_text():
+                break
+            assert server.poll() is None, log_path.read_text()
+            await asyncio.sleep(0.05)
+        assert (
+            f"calls will use: model=openai model_id=gpt-realtime voice=alloy endpoint={local_openai.realtime_url}"
+            in (log_path.read_text())
+        )
+        target = await answer(f"http://127.0.0.1:{port}", {"CallSid": "CA" + "8" * 32, "From": "+15550100"})
+        url = target.url.replace("wss://", "ws://", 1)
+        async with SimulatedCaller(url, call_sid="CA" + "8" * 32, parameters=target.parameters) as caller:
+            await caller.connect()
+            for _ in range(20):
+                await caller.silence(0.3)
+                if len(caller.heard) >= 40 and not caller.playing:
+                    break
+            await caller.stop()
+        assert len(caller.heard) >= 38, "the greeting was not heard"  # 0.8 s is 40 frames of 20 ms
+        await asyncio.sleep(0.3)
+        assert f"openai realtime endpoint: {local_openai.realtime_url}" in log_path.read_text()
+        assert local_openai.sessions and local_openai.sessions[0].text_inputs
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
