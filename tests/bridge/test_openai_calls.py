@@ -162,6 +162,42 @@ async def test_barge_in_while_the_reply_is_still_generating_clears_the_line(
     assert seconds_of(hz, ANSWER_HZ) == pytest.approx(0.6, abs=0.06)
 
 
+@pytest.mark.xfail(
+    reason="issue #23 item 4: the bridge does not yet clear on OpenAI's earliest sign of caller speech", strict=False
+)
+async def test_barge_in_on_a_reply_already_generated_clears_the_line_and_truncates_what_was_not_heard(
+    local_openai: LocalOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real service's common case: the reply was generated in full long before it played, so the service says
+    only ``speech_started`` (there is nothing to cancel). The caller must still stop hearing it, and the model be
+    told how much was heard (``conversation.item.truncate``)."""
+    local_openai.pacing = Pacing(speedup=20.0)
+    local_openai.brain = ScriptedBrain(
+        texts=[Reply(text="Let me tell you about all our opening hours.", audio=Tone(6.0, hz=LONG_HZ))],
+        turns=[Reply(text="Go ahead.", audio=Tone(0.6, hz=ANSWER_HZ), heard="wait a moment")],
+    )
+    async with openai_line(local_openai, monkeypatch) as line:
+        async with line.caller() as call:
+            await call.connect()
+            await listen_until(call, lambda call: seconds_of(heard_hz(call), LONG_HZ) >= 0.6, then_s=0.0)
+            await talk(call, 0.5, 1.8)
+            await call.stop()
+
+    [session] = local_openai.sessions
+    assert session.cancelled == 0 and session.barge_ins == 1  # done generating: nothing was cancelled
+    [clear] = call.events("clear")
+    assert seconds_of(heard_hz(call), LONG_HZ) < 2.0
+    after_clear = [
+        round(frame_hz(payload), -2)
+        for item in call.received
+        if item.at > clear.at and item.message["event"] == "media"
+        for payload in [base64.b64decode(item.message["media"]["payload"])]
+    ]
+    assert set(after_clear) <= {ANSWER_HZ, 0.0}, "stale audio after the clear"
+    [(_, index, heard_ms)] = session.truncations
+    assert index == 0 and 600 <= heard_ms <= 2000
+
+
 # --- tools and hanging up -----------------------------------------------------------------------------
 
 
