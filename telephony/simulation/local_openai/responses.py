@@ -175,7 +175,13 @@ class Responder:
         self._conversation.transcribed(item_id, text)
 
     async def _speak(self, response: _Response, reply: Reply) -> None:
-        item = {"id": new_id("item"), "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+        item: dict[str, Any] = {
+            "id": new_id("item"),
+            "type": "message",
+            "role": "assistant",
+            "status": "in_progress",
+            "content": [],
+        }
         ids = {"response_id": response.response_id, "item_id": item["id"], "output_index": len(response.output)}
         response.output.append(item)
         previous = self._conversation.last_id()

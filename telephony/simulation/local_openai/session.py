@@ -164,6 +164,7 @@ class OpenAISession:
     def _session_update(self, event: dict[str, Any]) -> None:
         session = event.get("session")
         check_session(session)
+        assert isinstance(session, dict)
         self._configured = True
         self.record.session = session
         self._emit({"type": "session.updated", "session": {**session, "model": self.record.model_id}})
@@ -220,7 +221,7 @@ class OpenAISession:
     def _truncate(self, event: dict[str, Any]) -> None:
         item_id, index, end_ms = event.get("item_id"), event.get("content_index"), event.get("audio_end_ms")
         self._conversation.truncate(item_id, index, end_ms)
-        self.record.truncations.append((str(item_id), int(index), int(end_ms)))
+        self.record.truncations.append((str(item_id), int(index or 0), int(end_ms or 0)))
         self._emit(
             {"type": "conversation.item.truncated", "item_id": item_id, "content_index": index, "audio_end_ms": end_ms}
         )
