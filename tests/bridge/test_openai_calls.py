@@ -256,6 +256,51 @@ async def test_a_refused_transfer_is_told_to_the_model_which_answers_after_the_t
     assert seconds_of(heard_hz(call), ANSWER_HZ) == pytest.approx(0.6, abs=0.06)
 
 
+async def test_keypresses_and_answering_machine_notes_reach_the_model_as_text(
+    local_openai: LocalOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local_openai.brain = ScriptedBrain(
+        texts=[
+            Reply(text="Hello.", audio=Tone(0.3, hz=GREETING_HZ)),
+            Reply(text="Five.", audio=Tone(0.3, hz=ANSWER_HZ)),
+        ]
+    )
+    async with openai_line(local_openai, monkeypatch) as line:
+        async with line.caller() as call:
+            await call.connect()
+            await listen_until(call, heard_greeting(0.3))
+            await call.dtmf("5")
+            await call.silence(0.8)
+            assert (await line.post("/status/amd", AnsweredBy="machine_end_beep")).status_code == 204
+            await call.silence(0.6)
+            await call.stop()
+
+    [session] = local_openai.sessions
+    assert session.text_inputs[:2] == [GREETING, "The caller pressed 5 on their keypad."]
+    assert session.text_inputs[2].startswith("Answering machine detection: this call was answered by a machine")
+    assert seconds_of(heard_hz(call), ANSWER_HZ) == pytest.approx(0.3, abs=0.06)
+
+
+async def test_the_connection_opened_at_the_webhook_is_the_one_the_call_uses(
+    local_openai: LocalOpenAI, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    local_openai.brain = ScriptedBrain(texts=[Reply(text="Hello.", audio=Tone(0.4, hz=GREETING_HZ))])
+    caplog.set_level(logging.INFO)
+    async with openai_line(local_openai, monkeypatch, prewarm=True) as line:
+        assert (await line.post("/twiml", From="+15550001111")).status_code == 200
+        await local_openai.wait_for_sessions(1)  # connected before the stream exists
+        await asyncio.sleep(0.5)
+        async with line.caller() as call:
+            await call.connect()
+            await call.silence(1.0)
+            await call.stop()
+
+    assert len(local_openai.sessions) == 1 and local_openai.sessions[0].text_inputs == [GREETING]
+    assert seconds_of(heard_hz(call), GREETING_HZ) == pytest.approx(0.4, abs=0.06)
+    assert min(frame.at for frame in call.heard if frame_hz(frame.payload)) < 0.5
+    assert f"agent started | model={MODEL_ID} (pre-warmed)" in caplog.text
+
+
 # --- faults: the caller hears the apology, the log says what to do -----------------------------------
 
 
