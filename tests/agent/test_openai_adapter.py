@@ -86,3 +86,14 @@ def test_audio_items_remember_the_recent_answers_and_how_much_audio_each_has() -
     for index in range(KEEP):
         items.audio(f"later-{index}", f"item_{index}", 0, 48)
     assert items.find("content-1") is None and items.find(f"later-{KEEP - 1}") is not None
+
+
+def test_strands_still_reads_the_url_constant_before_its_first_await() -> None:
+    """The endpoint seam (``agent.openai.model._AtEndpoint``) relies on this: if strands moves the URL, this fails."""
+    import inspect
+
+    from strands.bidi.models.openai.realtime import OpenAIRealtimeModel
+
+    source = inspect.getsource(OpenAIRealtimeModel.start)
+    assert "OPENAI_REALTIME_URL" in source
+    assert source.index("OPENAI_REALTIME_URL") < source.index("await ")
