@@ -155,7 +155,12 @@ class Responder:
         self, response: _Response, decide: Callable[[], Awaitable[Reply | None]], transcribe: str | None
     ) -> None:
         self._emit({"type": "response.created", "response": self._response_body(response, "in_progress")})
-        reply = await decide()
+        try:
+            reply = await decide()
+        except Exception:  # a broken brain: the response fails, as the service's do, and the session goes on
+            self._active = None
+            self._emit({"type": "response.done", "response": self._response_body(response, "failed")})
+            raise
         if transcribe is not None:
             heard = reply.heard if reply is not None and reply.heard is not None else ""
             self._transcript(transcribe, heard)
