@@ -76,9 +76,11 @@ async def openai_line(
 # --- a call heard both ways --------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("late_transcripts", [False, True], ids=["transcript-first", "transcript-after-answer"])
 async def test_greeting_and_a_turn_are_heard_both_ways_at_24_khz(
-    local_openai: LocalOpenAI, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    local_openai: LocalOpenAI, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, late_transcripts: bool
 ) -> None:
+    local_openai.late_transcripts = late_transcripts
     local_openai.brain = brain = ScriptedBrain(
         texts=[Reply(text="Hello, front desk.", audio=Tone(0.6, hz=GREETING_HZ))],
         turns=[Reply(text="Sure thing.", audio=Tone(0.8, hz=ANSWER_HZ), heard="can you help me")],

@@ -63,13 +63,17 @@ class Responder:
         pacing: Pacing,
         before_response: Callable[[], bool],
         detector_options: dict[str, Any] | None = None,
+        late_transcripts: bool = False,
     ) -> None:
-        """``before_response``: asked before each response; False when a fault answered instead."""
+        """``before_response``: asked before each response; False when a fault answered instead.
+        ``late_transcripts``: the caller's transcript comes after the answer's audio, not before the response
+        (the service transcribes beside the model, so either order happens)."""
         self._brain = brain
         self._emit = emit
         self._conversation = conversation
         self._pacing = pacing
         self._before_response = before_response
+        self._late_transcripts = late_transcripts
         self._detector = LevelDetector(RATE, **(detector_options or {}))
         self._active: _Response | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -161,12 +165,14 @@ class Responder:
             self._active = None
             self._emit({"type": "response.done", "response": self._response_body(response, "failed")})
             raise
-        if transcribe is not None:
-            heard = reply.heard if reply is not None and reply.heard is not None else ""
+        heard = reply.heard if reply is not None and reply.heard is not None else ""
+        if transcribe is not None and not self._late_transcripts:
+            self._transcript(transcribe, heard)
+        if reply is not None and reply.speaks:
+            await self._speak(response, reply)
+        if transcribe is not None and self._late_transcripts:
             self._transcript(transcribe, heard)
         if reply is not None:
-            if reply.speaks:
-                await self._speak(response, reply)
             for request in reply.tool_uses:
                 self._function_call(response, request.name, request.input, request.tool_use_id)
         self._active = None

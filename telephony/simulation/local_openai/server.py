@@ -50,6 +50,7 @@ class LocalOpenAI:
         api_key: the only key accepted.
         models: the model ids this "account" may use; others get ``model_not_found``.
         tls: serve ``wss://`` with a throwaway CA (``ca_file``) instead of ``ws://``.
+        late_transcripts: send the caller's transcript after the answer's audio rather than before the response.
         port: TCP port on 127.0.0.1 (0: any free port).
     """
 
@@ -62,6 +63,7 @@ class LocalOpenAI:
         api_key: str = API_KEY,
         models: tuple[str, ...] = MODELS,
         tls: bool = False,
+        late_transcripts: bool = False,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -71,6 +73,7 @@ class LocalOpenAI:
         self.api_key = api_key
         self.models = models
         self.tls = tls
+        self.late_transcripts = late_transcripts
         self.faults = FaultQueue()
         self.sessions: list[SessionRecord] = []
         self.refused: list[str] = []
@@ -192,5 +195,6 @@ class LocalOpenAI:
             pacing=self.pacing,
             session_limit_s=self.limits.session_limit_s,
             fault=fault,
+            late_transcripts=self.late_transcripts,
         )
         await session.run()

@@ -65,6 +65,7 @@ class OpenAISession:
         pacing: Pacing,
         session_limit_s: float,
         fault: Fault | None,
+        late_transcripts: bool = False,
     ) -> None:
         self._connection = connection
         self.record = record
@@ -74,7 +75,12 @@ class OpenAISession:
         self._outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._conversation = Conversation()
         self._responder = Responder(
-            brain, self._emit, self._conversation, pacing=pacing, before_response=self._response_allowed
+            brain,
+            self._emit,
+            self._conversation,
+            pacing=pacing,
+            before_response=self._response_allowed,
+            late_transcripts=late_transcripts,
         )
         self._configured = False
 
