@@ -45,9 +45,9 @@ def create_model(settings: AgentSettings | Settings) -> BidiModel:
         )
     try:
         if settings.model == "openai":
-            from strands.bidi.models import OpenAIRealtimeModel
+            from .openai import OpenAIRealtime
 
-            return with_quiet_switchover(OpenAIRealtimeModel)(
+            return OpenAIRealtime(
                 model_id=model_id, transcription_model_id="gpt-4o-transcribe", voice=settings.voice or "alloy"
             )
         from .gemini import GeminiLiveModel
@@ -77,5 +77,10 @@ def describe_model(settings: AgentSettings | Settings) -> str:
     model_id = settings.model_id or DEFAULT_MODEL_IDS[settings.model]
     if settings.model == "nova":
         return f"model=nova model_id={model_id} voice={settings.voice or 'matthew'} region={settings.aws_region}"
-    voice = settings.voice or ("alloy" if settings.model == "openai" else "(the model's default)")
+    if settings.model == "openai":
+        from .openai.endpoint import RealtimeEndpoint
+
+        endpoint = RealtimeEndpoint.from_env().describe()
+        return f"model=openai model_id={model_id} voice={settings.voice or 'alloy'} endpoint={endpoint}"
+    voice = settings.voice or "(the model's default)"
     return f"model={settings.model} model_id={model_id} voice={voice} region=(chosen by {settings.model})"

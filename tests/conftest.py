@@ -31,6 +31,7 @@ from .fakes.twilio import FakeTwilioCall
 pytest_plugins = [
     "telephony.simulation.local_nova.pytest_plugin",  # the `local_nova` fixture
     "telephony.simulation.local_gemini.pytest_plugin",  # the `local_gemini` fixture
+    "telephony.simulation.local_openai.pytest_plugin",  # the `local_openai` fixture
 ]
 
 # boto3 must never probe the instance-metadata address; tests touch no network but loopback.
@@ -147,12 +148,15 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
     "slow": (
         "operations/",
         "test_cli.py::test_serve_model_flag_reaches_the_default_agent",
+        "simulation/test_local_openai.py::test_voicebot_serve_",
         "twilio/test_local_twilio_api.py::test_in_its_own_process_",
     ),
     "browser": ("console/test_console_browser.py", "console/test_console_pages.py"),
     "exclusive": ("operations/test_serve_as_users_run_it.py",),
     "emulator": (
+        "bridge/test_openai_calls.py",
         "simulation/test_local_nova.py",
+        "simulation/test_local_openai.py",
         "simulation/test_long_calls_nova.py",
         "simulation/test_scenarios.py::test_the_brain_also_plays_on_the_local_nova_emulator",
     ),
@@ -163,10 +167,10 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "simulation/test_scenarios.py",
     ),
 }
-"""Test ids under tests/ (prefixes) for each marker in pyproject.toml; tests using ``local_nova`` or ``local_gemini``
-are ``emulator``."""
+"""Test ids under tests/ (prefixes) for each marker in pyproject.toml; tests using a local model server's fixture
+(``local_nova``, ``local_openai``, ``local_gemini``) are ``emulator``."""
 
-FIXTURE_KINDS = {"local_nova": "emulator", "local_gemini": "emulator"}
+FIXTURE_KINDS = {"local_nova": "emulator", "local_openai": "emulator", "local_gemini": "emulator"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker

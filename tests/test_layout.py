@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "telephony.simulation.local_nova",
         "telephony.simulation.local_gemini",
+        "telephony.simulation.local_openai",
         "telephony.simulation.local_twilio",
         "telephony.simulation.local_app",
     ),

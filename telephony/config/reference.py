@@ -25,6 +25,8 @@ EXTERNAL: dict[str, str] = {
     "AWS_CA_BUNDLE": "A PEM file of the CAs to trust for that endpoint, instead of the system store.",
     "SSL_CERT_FILE": "The CAs the OpenAI and Gemini clients trust.",
     "OPENAI_API_KEY": "The key for `VOICEBOT_MODEL=openai` (install the extra: `uv sync --extra openai`).",
+    "OPENAI_BASE_URL": "Where OpenAI Realtime is reached: the REST base `http(s)://host/v1`, whose WebSocket "
+    "`ws(s)://host/v1/realtime` the bot uses (default `https://api.openai.com/v1`; a proxy or the local server).",
     "GOOGLE_API_KEY": "The key for `VOICEBOT_MODEL=gemini` (install the extra: `uv sync --extra gemini`).",
     "GEMINI_API_KEY": "The same, under the name Google's client also reads.",
     "GOOGLE_GEMINI_BASE_URL": "Where Gemini Live is reached instead of `https://generativelanguage.googleapis.com/` "

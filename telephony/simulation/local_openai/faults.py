@@ -1,0 +1,84 @@
+"""OpenAI Realtime's limits and failures, reproducible in seconds.
+
+The session limit is the service's (60 minutes; strands counts 3000 s and restarts at 2700 s) in seconds the
+test chooses: at the limit the server sends ``error`` ``session_expired`` and closes, as the service does.
+Faults are queued on the server and taken by new sessions in order: ``error`` events at connect
+(``model_not_found``) or when a response is asked for (``rate_limit_exceeded``). A key the server does not know
+is refused at the handshake with HTTP 401 and an ``invalid_api_key`` body, like the service.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["ERROR_MESSAGES", "Fault", "FaultQueue", "SessionLimits", "error_event"]
+
+ERROR_MESSAGES = {
+    "invalid_api_key": "Incorrect API key provided. You can find your API key at your account's API keys page.",
+    "model_not_found": "The model does not exist or you do not have access to it.",
+    "rate_limit_exceeded": "Rate limit reached for requests. Please try again later.",
+    "session_expired": "Your session hit the maximum duration of 60 minutes.",
+}
+ERROR_TYPES = {"rate_limit_exceeded": "rate_limit_error"}
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    """How long a session lasts before the server expires it (the service: 3600 s; strands restarts first)."""
+
+    session_limit_s: float = 3600.0
+
+
+@dataclass(frozen=True)
+class Fault:
+    """An ``error`` event with ``code``, sent at connect (then the socket closes) or at the next response."""
+
+    code: str
+    at: Literal["connect", "response"] = "response"
+    message: str = ""
+
+    @classmethod
+    def model_not_found(cls) -> Fault:
+        return cls("model_not_found", at="connect")
+
+    @classmethod
+    def rate_limited(cls) -> Fault:
+        return cls("rate_limit_exceeded", at="response")
+
+    def event(self, event_id: str) -> dict[str, object]:
+        return error_event(event_id, self.code, self.message or ERROR_MESSAGES.get(self.code, self.code))
+
+
+def error_event(
+    event_id: str, code: str, message: str, param: str | None = None, client_event_id: str | None = None
+) -> dict[str, object]:
+    """The service's ``error`` event."""
+    return {
+        "type": "error",
+        "event_id": event_id,
+        "error": {
+            "type": ERROR_TYPES.get(code, "invalid_request_error"),
+            "code": code,
+            "message": message,
+            "param": param,
+            "event_id": client_event_id,
+        },
+    }
+
+
+class FaultQueue:
+    """Faults waiting for the next sessions, first in first out."""
+
+    def __init__(self) -> None:
+        self._faults: deque[Fault] = deque()
+
+    def push(self, *faults: Fault) -> None:
+        self._faults.extend(faults)
+
+    def take(self) -> Fault | None:
+        return self._faults.popleft() if self._faults else None
+
+    def __len__(self) -> int:
+        return len(self._faults)

@@ -1,0 +1,195 @@
+"""The local OpenAI Realtime on its own: its strict checks, barge-in both ways, truncation, process mode."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+from strands.bidi.types import BidiAudioStartEvent, BidiResponseStopEvent
+from strands.bidi.types.content import BidiMessage, TextBlock
+from strands.bidi.types.media import AudioDelta
+from websockets.asyncio.client import ClientConnection, connect
+
+from agent.openai import OpenAIRealtime
+from telephony.simulation.local_nova import Pacing, Reply, ScriptedBrain, Tone
+from telephony.simulation.local_openai import LocalOpenAI
+
+SESSION = {
+    "type": "realtime",
+    "audio": {
+        "input": {"format": {"type": "audio/pcm", "rate": 24000}, "turn_detection": {"type": "server_vad"}},
+        "output": {"format": {"type": "audio/pcm", "rate": 24000}},
+    },
+}
+
+
+@asynccontextmanager
+async def raw(server: LocalOpenAI, key: str | None = None) -> AsyncIterator[ClientConnection]:
+    headers = [("Authorization", f"Bearer {key or server.api_key}")]
+    async with connect(f"{server.realtime_url}?model=gpt-realtime", additional_headers=headers) as websocket:
+        yield websocket
+
+
+async def next_of(websocket: ClientConnection, kind: str, timeout: float = 3.0) -> dict[str, Any]:
+    async with asyncio.timeout(timeout):
+        while True:
+            event = json.loads(await websocket.recv())
+            if event["type"] == kind:
+                return event
+
+
+@pytest.mark.parametrize(
+    ("events", "violation"),
+    [
+        ([{"type": "input_audio_buffer.append", "audio": "AAAA"}], "before session.update"),
+        ([{"type": "session.update", "session": {**SESSION, "type": "transcription"}}], "session.type"),
+        ([{"type": "session.update", "session": {**SESSION, "voice": "alloy"}}], "unknown session fields"),
+        ([{"type": "session.update", "session": SESSION}, {"type": "response.cancel.all"}], "unknown client event"),
+        ([{"type": "session.update", "session": SESSION}, {"type": "input_audio_buffer.append", "audio": "AAA"}],
+         "base64"),
+        ([{"type": "session.update", "session": SESSION},
+          {"type": "conversation.item.create", "item": {"type": "function_call_output", "call_id": "c", "output": ""}}],
+         "no function_call with call_id c"),
+        ([{"type": "session.update", "session": SESSION},
+          {"type": "conversation.item.truncate", "item_id": "item_x", "content_index": 0, "audio_end_ms": 0}],
+         "item item_x does not exist"),
+    ],
+)  # fmt: skip
+async def test_a_breach_gets_an_error_event_and_is_recorded(
+    local_openai: LocalOpenAI, events: list[dict[str, Any]], violation: str
+) -> None:
+    async with raw(local_openai) as websocket:
+        for event in events:
+            await websocket.send(json.dumps(event))
+        error = await next_of(websocket, "error")
+    assert violation in error["error"]["message"]
+    [recorded] = local_openai.take_violations()
+    assert violation in recorded
+
+
+async def test_a_wrong_key_is_refused_at_the_handshake_with_401(local_openai: LocalOpenAI) -> None:
+    from websockets.exceptions import InvalidStatus
+
+    with pytest.raises(InvalidStatus) as refused:
+        async with raw(local_openai, key="sk-wrong"):
+            pass
+    assert refused.value.response.status_code == 401
+    assert json.loads(refused.value.response.body)["error"]["code"] == "invalid_api_key"
+
+
+def tone(seconds: float, hz: float = 300.0) -> bytes:
+    t = np.arange(int(seconds * 24000)) / 24000
+    return (0.3 * 32767 * np.sin(2 * math.pi * hz * t)).astype("<i2").tobytes()
+
+
+async def stream(model: OpenAIRealtime, pcm: bytes) -> None:
+    for offset in range(0, len(pcm), 2400):  # 50 ms chunks, at 10x real time
+        chunk = pcm[offset : offset + 2400]
+        await model.send(AudioDelta(format="pcm", source={"bytes": chunk}))
+        await asyncio.sleep(0.005)
+
+
+async def test_talking_over_a_reply_already_generated_gets_only_speech_started_and_truncate_trims_it(
+    local_openai: LocalOpenAI,
+) -> None:
+    """The service's common case: the reply is done long before it has played; nothing is cancelled."""
+    local_openai.pacing = Pacing(speedup=20.0)
+    local_openai.brain = ScriptedBrain(texts=[Reply(text="A long story.", audio=Tone(4.0))])
+    model = OpenAIRealtime(model_id="gpt-realtime", transcription_model_id="gpt-4o-transcribe")
+    await model.start(system_prompt="test")
+    try:
+        await model.send(BidiMessage(content=[TextBlock(text="Greet")]))
+        events = model.receive()
+        content_id = None
+        async for event in events:
+            if isinstance(event, BidiAudioStartEvent):
+                content_id = event.content_id
+            if isinstance(event, BidiResponseStopEvent):
+                break
+        assert content_id is not None
+        await stream(model, tone(0.3) + bytes(24000))  # the caller talks while 4 s of it would still be playing
+        await asyncio.sleep(0.3)
+        [session] = local_openai.sessions
+        assert session.barge_ins == 1 and session.cancelled == 0
+        assert "input_audio_buffer.speech_started" in session.sent
+        assert session.sent.count("response.done") == 1  # the reply's own; no cancelled one
+        await model.audio_heard(content_id, 900)
+        await model.audio_heard(content_id, 60_000)  # more than it has: clamped to the 4 s generated
+        await model.audio_heard("unknown-content", 100)  # an answer it does not know: nothing sent
+        await asyncio.sleep(0.2)
+        assert [(index, end) for _, index, end in session.truncations] == [(0, 900), (0, 900)]
+        await events.aclose()
+    finally:
+        await model.stop()
+
+
+def test_process_mode_serves_until_told_to_stop(tmp_path: Any) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "telephony.simulation.local_openai", "--tls", "--ca-out", str(tmp_path / "ca.pem")],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        assert line.startswith("LOCAL_OPENAI_BASE_URL=https://127.0.0.1:") and line.endswith("/v1")
+        assert process.stdout.readline().startswith("LOCAL_OPENAI_API_KEY=")
+        assert (tmp_path / "ca.pem").read_text().startswith("-----BEGIN CERTIFICATE-----")
+    finally:
+        process.terminate()
+        assert process.wait(10) == 0
+
+
+async def test_voicebot_serve_model_openai_talks_to_the_local_server_and_logs_its_endpoint(
+    local_openai: LocalOpenAI, tmp_path: Any
+) -> None:
+    """`voicebot serve --model openai`, run as a user would, with OPENAI_BASE_URL and the key: a call is greeted
+    by the local server, and the start-up log names the endpoint calls will use."""
+    from telephony.simulation.caller.simulated_caller import SimulatedCaller, answer
+
+    from ..ports import free_port
+
+    local_openai.brain = ScriptedBrain(texts=[Reply(text="Hello from the local OpenAI.", audio=Tone(0.8))])
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("VOICEBOT_", "AWS_", "TWILIO_"))}
+    log_path = tmp_path / "serve.log"
+    argv = [sys.executable, "-m", "telephony.cli", "serve", "--model", "openai", "--port", str(port)]
+    with log_path.open("w") as log_file:
+        server = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(1200):  # a fresh checkout compiles every module first: allow a minute on a busy machine
+            if "Application startup complete" in log_path.read_text():
+                break
+            assert server.poll() is None, log_path.read_text()
+            await asyncio.sleep(0.05)
+        assert (
+            f"calls will use: model=openai model_id=gpt-realtime voice=alloy endpoint={local_openai.realtime_url}"
+            in (log_path.read_text())
+        )
+        target = await answer(f"http://127.0.0.1:{port}", {"CallSid": "CA" + "8" * 32, "From": "+15550100"})
+        url = target.url.replace("wss://", "ws://", 1)
+        async with SimulatedCaller(url, call_sid="CA" + "8" * 32, parameters=target.parameters) as caller:
+            await caller.connect()
+            for _ in range(20):
+                await caller.silence(0.3)
+                if len(caller.heard) >= 40 and not caller.playing:
+                    break
+            await caller.stop()
+        assert len(caller.heard) >= 38, "the greeting was not heard"  # 0.8 s is 40 frames of 20 ms
+        await asyncio.sleep(0.3)
+        assert f"openai realtime endpoint: {local_openai.realtime_url}" in log_path.read_text()
+        assert local_openai.sessions and local_openai.sessions[0].text_inputs
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
