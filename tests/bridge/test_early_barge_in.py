@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import math
 from typing import Any
 
@@ -38,11 +39,12 @@ from .test_caller_speech import Notes
 class HeardModel(ScriptedModel):
     """A scripted model that wants to know what the caller heard of a cut answer (as OpenAI Realtime does)."""
 
-    def __init__(self, script: list[Step], block_s: float = 0.0) -> None:
+    def __init__(self, script: list[Step], block_s: float = 0.0, error: Exception | None = None) -> None:
         super().__init__(script)
         self.heard: list[tuple[str, int]] = []
         self.audio_ids: list[str] = []
         self.block_s = block_s
+        self.error = error
 
     def emit(self, item: Any) -> None:
         if isinstance(item, BidiAudioDeltaEvent) and item.content_id not in self.audio_ids:
@@ -52,6 +54,8 @@ class HeardModel(ScriptedModel):
     async def audio_heard(self, content_id: str, heard_ms: int) -> None:
         self.heard.append((content_id, heard_ms))
         await asyncio.sleep(self.block_s)
+        if self.error is not None:
+            raise self.error
 
 
 def caller_tone(seconds: float, hz: float = 300.0) -> bytes:
@@ -205,10 +209,15 @@ async def test_a_late_transcript_of_the_question_does_not_cut_its_answer() -> No
     assert heard_at(call, 400) >= 1.15
 
 
-async def test_a_model_slow_to_take_note_of_what_was_heard_never_holds_the_call_up() -> None:
+@pytest.mark.parametrize("block_s, error", [(30.0, None), (0.0, RuntimeError("no such item"))], ids=["slow", "fails"])
+async def test_a_model_slow_or_failing_to_take_note_of_what_was_heard_never_holds_the_call_up(
+    block_s: float, error: Exception | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="telephony")
     model = HeardModel(
         [Say("a long answer", 3.0, tone_hz=400), WaitForSpeech(0.1), UserStarts(), Say("yes?", 0.4, 1000), Hold()],
-        block_s=30.0,
+        block_s=block_s,
+        error=error,
     )
     async with harness(lambda: model) as h:
         async with h.caller() as call:
@@ -220,6 +229,8 @@ async def test_a_model_slow_to_take_note_of_what_was_heard_never_holds_the_call_
             await call.wait_closed(3)
     assert len(call.events("clear")) == 1 and len(model.heard) == 1
     assert heard_at(call, 1000) >= 0.38  # the next reply played while the model was still busy
+    assert ("could not tell the model what the caller heard" in caplog.text) == (error is not None)
+    assert "call ended" in caplog.text and "internal error" not in caplog.text
 
 
 async def test_heard_of_an_utterance_lies_between_its_marks_and_what_was_queued() -> None:
