@@ -161,6 +161,9 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "simulation/test_scenarios.py::test_the_brain_also_plays_on_the_local_nova_emulator",
     ),
     "realtime": (
+        "bridge/test_early_barge_in.py::test_a_",
+        "bridge/test_early_barge_in.py::test_one_",
+        "bridge/test_early_barge_in.py::test_noise_",
         "bridge/test_long_calls.py",
         "simulation/test_demo.py",
         "simulation/test_long_calls_nova.py",

@@ -32,10 +32,12 @@ from strands.bidi.types import (
     BidiConnectionStopEvent,
     BidiToolUseBlocksEvent,
     BidiTranscriptBlockEvent,
+    BidiTranscriptStartEvent,
 )
 
 from telephony.bridge.agent_factory import agent_info, build_agent
 from telephony.bridge.answer import AnswerState
+from telephony.bridge.barge_in import BargeIns
 from telephony.bridge.caller_speech import CallerSpeech
 from telephony.bridge.continuity import Continuity
 from telephony.bridge.ending import CallEnding
@@ -111,6 +113,15 @@ class AgentLink:
         self._chunks: SendChunks | None = None
         self.continuity: Continuity | None = None
         self.speech = CallerSpeech()
+        self.barge_ins = BargeIns(
+            host, self.answer, self.speech, self.cut_off, self._drop_current_utterance, lambda: self.model
+        )
+        """The caller talking over the bot: one clear per interruption, on the model's earliest sign of it."""
+
+    @property
+    def model(self) -> Any:
+        """The agent's model, once the agent is built."""
+        return self.agent.model if self.agent is not None else None
 
     # --- start ---------------------------------------------------------------------------------------
 
@@ -280,7 +291,9 @@ class AgentLink:
         elif isinstance(event, BidiAudioStopEvent):
             self._on_bot_audio_stop(event.content_id)
         elif isinstance(event, BidiBargeInEvent):
-            self._on_barge_in()
+            self.barge_ins.model_barge_in()
+        elif isinstance(event, BidiTranscriptStartEvent) and event.role == "user":
+            self.barge_ins.caller_transcript()
         elif isinstance(event, BidiTranscriptBlockEvent):
             speaker = "caller" if event.role == "user" else "bot"
             host.log.info("%s said: %s", speaker, event.transcript)
@@ -305,6 +318,7 @@ class AgentLink:
             pcm = downmix_stereo(pcm)
         outbound = self._outbound_for(event.sample_rate)
         stamps: list[Stamp] = [("audio_to_frame", time.monotonic())]
+        self.barge_ins.audio_played(stamps[0][1])
         if self.answer.new_utterance:
             host.stats.turns += 1
             if host.stats.turns == 1:
@@ -334,28 +348,6 @@ class AgentLink:
             return
         playback.play(self._outbound_audio.flush(), utterance=content_id)
         playback.end_utterance(content_id)
-
-    def _on_barge_in(self) -> None:
-        """The caller spoke over the bot: silence it now and forget the rest of what it was saying.
-
-        Only a barge-in if the caller lost bot audio (some was playing or queued); after the bot has been
-        heard in full, the model's report is a note and nothing is cleared."""
-        host = self._host
-        assert host.playback is not None
-        if host.ending.failing:
-            return
-        unheard = host.playback.unheard_seconds
-        if unheard == 0:
-            self._drop_current_utterance()
-            host.log.info("the model reported a barge-in with nothing playing: nothing to clear")
-            host.observers.notify("note", "caller_spoke", "the model reported a barge-in; nothing was playing")
-            return
-        host.stats.barge_ins += 1
-        dropped = self.cut_off(stamps=(("barge_in_to_clear", time.monotonic()),))
-        host.log.info("barge-in: clear sent, about %.2f s of bot audio unheard (%d frames unsent)", unheard, dropped)
-        host.observers.notify("note", "barge_in", f"about {unheard:.2f} s of bot audio unheard")
-        if host.ending.cancel_goodbye():
-            host.log.info("caller spoke over the goodbye: the call goes on")
 
     def cut_off(self, stamps: tuple[Stamp, ...] = ()) -> int:
         """Stop the bot mid-sentence: Twilio's buffer cleared, the rest of the reply dropped. Frames dropped."""

@@ -48,6 +48,9 @@ class CallerSpeech:
         self._last_voiced_at: float | None = None
         self._spoke_since_answer = False
         self._frames = 0
+        self.onset_at: float | None = None
+        """Monotonic arrival of the first voiced frame of the caller's latest span (None before any speech):
+        when the caller began talking, which a model's own speech signals come too late to say."""
 
     def frame(self, ulaw: bytes, timestamp_ms: int | None, now: float) -> SpeechSpan | None:
         """Take one caller frame; returns the span that ended, once the caller has been quiet ``gap_s``."""
@@ -56,6 +59,7 @@ class CallerSpeech:
         if ulaw_level_dbfs(ulaw) > self._threshold:
             if self._start_s is None:
                 self._start_s = stream_s
+                self.onset_at = now
             self._end_s = stream_s + FRAME_S
             self._last_voiced_at = now
             self._spoke_since_answer = True

@@ -219,6 +219,20 @@ class Playback:
         playing = max(self.playout_end - time.monotonic(), FRAME_SECONDS)
         return self._queued_frames * FRAME_SECONDS + playing
 
+    def heard_of(self, utterance: str) -> float:
+        """About how many seconds of ``utterance`` the caller has heard by now (ask before a clear).
+
+        At least what its echoed marks confirm, at most what was queued of it; in between, what was queued
+        less what is still unheard, as the newest utterance is the one that plays last.
+        """
+        record = self.utterances.get(utterance)
+        if record is None:
+            return 0.0
+        if record.heard_in_full:
+            return record.queued_seconds
+        estimate = record.queued_seconds - self.unheard_seconds
+        return min(max(estimate, record.heard_seconds), record.queued_seconds)
+
     def is_pending(self, name: str) -> bool:
         record = self._marks.get(name)
         return record is not None and record.state is MarkState.PENDING

@@ -16,6 +16,8 @@ class CallStats:
     turn_latencies: list[float] = field(default_factory=list)
     """Seconds from the end of the caller's speech (as the bridge heard it) to the bot's first audio sent."""
     barge_ins: int = 0
+    early_barge_ins: int = 0
+    """Barge-ins cleared on the model's first sign of caller speech, before (or without) its own barge-in."""
     bad_messages: int = 0
     foreign_messages: int = 0
     agent_audio_dropped: int = 0

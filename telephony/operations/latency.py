@@ -7,6 +7,10 @@ Measures (seconds):
   (the longest any caller audio waited before the model client had written it: the chunking hold included);
 - ``audio_to_frame``: an agent audio event received -> its first frame written to the socket;
 - ``barge_in_to_clear``: ``BidiBargeInEvent`` received -> ``clear`` written;
+- ``speech_signal_to_clear``: the model's first sign of the caller talking over the bot (a user transcript
+  opening, before any ``BidiBargeInEvent``) received -> ``clear`` written;
+- ``caller_onset_to_clear``: the first voiced caller frame of speech that began over unheard bot audio
+  received -> ``clear`` written (the model's detection time included: what the caller waits for);
 - ``start_to_first_audio``: the stream's ``start`` received -> the first bot frame written;
 - ``turn``: end of the caller's turn (the model's user transcript) -> the bot's first frame written.
 
@@ -23,6 +27,8 @@ MEASURES = (
     "caller_audio_to_model",
     "audio_to_frame",
     "barge_in_to_clear",
+    "speech_signal_to_clear",
+    "caller_onset_to_clear",
     "start_to_first_audio",
     "turn",
 )

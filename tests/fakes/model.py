@@ -13,7 +13,9 @@ from telephony.simulation.fakes.scripted_model import (
     Stall,
     Step,
     UserSaid,
+    UserStarts,
     WaitForAudio,
+    WaitForSpeech,
     WaitForText,
     tone,
 )
@@ -31,7 +33,9 @@ __all__ = [
     "Stall",
     "Step",
     "UserSaid",
+    "UserStarts",
     "WaitForAudio",
+    "WaitForSpeech",
     "WaitForText",
     "tone",
 ]

@@ -48,6 +48,15 @@ class WaitForAudio:
 
 
 @dataclass
+class WaitForSpeech:
+    """Wait until this many more seconds of voiced caller audio have arrived (the model's own VAD)."""
+
+    seconds: float
+    rms: float = 500.0
+    """PCM16 RMS above which a chunk of caller audio is speech."""
+
+
+@dataclass
 class WaitForText:
     """Wait until a text input containing ``contains`` has arrived (greeting, keypress)."""
 
@@ -85,6 +94,11 @@ class BargeIn:
 @dataclass
 class UserSaid:
     text: str
+
+
+@dataclass
+class UserStarts:
+    """A user transcript opens with no text yet: what strands makes of OpenAI's ``speech_started``."""
 
 
 @dataclass
@@ -128,6 +142,8 @@ Step = (
     | SayMore
     | BargeIn
     | UserSaid
+    | UserStarts
+    | WaitForSpeech
     | CallTool
     | Fail
     | CloseSilently
@@ -170,6 +186,9 @@ class ScriptedModel(PcmModel):
         self._content_ids = itertools.count(1)
         self._last_content_id = ""
         self._stalled_until = 0.0
+        self.speech_seconds = 0.0
+        """Seconds of voiced caller audio received (by ``WaitForSpeech``'s level)."""
+        self._speech_rms = 500.0
 
     # --- BidiModel -------------------------------------------------------------------------------
 
@@ -189,6 +208,7 @@ class ScriptedModel(PcmModel):
             await asyncio.sleep(stall)
         if isinstance(content, AudioDelta):
             self.audio_received.extend(content.source["bytes"])
+            self._count_speech(content.source["bytes"])
         elif isinstance(content, BidiMessage):
             for block in content.content:
                 if isinstance(block, TextBlock):
@@ -202,6 +222,11 @@ class ScriptedModel(PcmModel):
     @property
     def audio_seconds(self) -> float:
         return len(self.audio_received) / 2 / self.input_rate
+
+    def _count_speech(self, pcm: bytes) -> None:
+        samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float64)
+        if len(samples) and float(np.sqrt(np.mean(samples**2))) > self._speech_rms:
+            self.speech_seconds += len(samples) / self.input_rate
 
     async def _until(self, condition: Any) -> None:
         while not condition():
@@ -219,6 +244,10 @@ class ScriptedModel(PcmModel):
             case WaitForAudio(seconds):
                 target = self.audio_seconds + seconds
                 await self._until(lambda: self.audio_seconds >= target)
+            case WaitForSpeech(seconds, rms):
+                self._speech_rms = rms
+                target = self.speech_seconds + seconds
+                await self._until(lambda: self.speech_seconds >= target)
             case WaitForText(contains):
                 await self._until(lambda: any(contains in text for text in self.texts))
             case Say():
@@ -231,6 +260,9 @@ class ScriptedModel(PcmModel):
                 self.emit(BidiBargeInEvent())
             case UserSaid(text):
                 self._transcript(text, "user")
+            case UserStarts():
+                content_id = f"transcript-{next(self._content_ids)}"
+                self.emit(BidiTranscriptStartEvent(role="user", content_id=content_id))
             case CallTool(name, tool_input, wait):
                 before = len(self.tool_results)
                 tool_use = {"toolUseId": f"tool-{uuid.uuid4().hex[:8]}", "name": name, "input": tool_input}
