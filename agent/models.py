@@ -13,8 +13,6 @@ from strands.bidi.models import BidiModel
 
 from telephony.config import AgentSettings, Settings, agent_settings
 
-from .quiet_switch import with_quiet_switchover
-
 DEFAULT_MODEL_IDS = {
     "nova": "amazon.nova-2-5-sonic",
     "openai": "gpt-realtime",

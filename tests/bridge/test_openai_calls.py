@@ -164,9 +164,6 @@ async def test_barge_in_while_the_reply_is_still_generating_clears_the_line(
     assert seconds_of(hz, ANSWER_HZ) == pytest.approx(0.6, abs=0.06)
 
 
-@pytest.mark.xfail(
-    reason="issue #23 item 4: the bridge does not yet clear on OpenAI's earliest sign of caller speech", strict=False
-)
 async def test_barge_in_on_a_reply_already_generated_clears_the_line_and_truncates_what_was_not_heard(
     local_openai: LocalOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
