@@ -7,6 +7,8 @@ it declares (``agent.quiet_switch``).
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 from typing import Any
 
 from strands.bidi.models import BidiModel
@@ -22,6 +24,21 @@ NOVA_SAMPLE_RATE = 16000
 """Nova Sonic accepts 8, 16 or 24 kHz; 16 kHz in matches telephone bandwidth with headroom. Its output
 rate is ``VOICEBOT_NOVA_OUTPUT_RATE`` (16 kHz by default; 24 kHz costs the bridge a 3:1 resampler instead
 of 2:1 and carries nothing the 8 kHz phone line keeps)."""
+
+
+CLIENT_MODULES = {"nova": "agent.nova", "openai": "agent.openai", "gemini": "agent.gemini", "local": "agent.offline"}
+"""Where each provider's client code lives: imported lazily, so a model's extra is needed only when it is used."""
+
+
+def load_model_code(settings: AgentSettings | Settings) -> None:
+    """Import the configured model's client now, at start-up, rather than in the first call.
+
+    Importing a client takes seconds (google-genai about 2.8 s here); on the first call it would run on the
+    server's event loop and hold up every call on it. A missing extra is left for the first call to report."""
+    module = CLIENT_MODULES.get(agent_settings(settings).model)
+    if module is not None:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
 
 
 def create_model(settings: AgentSettings | Settings) -> BidiModel:

@@ -23,6 +23,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from agent.models import load_model_code
 from telephony.bridge.agent_factory import AgentFactory, load_agent_factory, with_settings
 from telephony.bridge.observer import ObserverFactory
 from telephony.bridge.prewarm import Prewarmer
@@ -113,6 +114,7 @@ def build_services(
 ) -> AppServices:
     """The server-wide services, each built once (what ``create_app`` is not given comes from the settings)."""
     factory = with_settings(agent_factory or load_agent_factory(settings.agent), settings)
+    load_model_code(settings)
     call_control = call_control if call_control is not None else calls_api(settings)
     tokens = call_tokens(settings, tokens)
     metrics = metrics or Metrics()

@@ -114,3 +114,19 @@ async def test_a_factory_may_name_its_parameter_agent_settings() -> None:
 
     await build_agent(with_settings(factory, SERVER), CALL)  # type: ignore[arg-type]
     assert seen == [AgentSettings.from_settings(SERVER)]
+
+
+def test_the_configured_models_client_is_imported_when_the_app_is_built() -> None:
+    """Not on the first call, where a multi-second import would hold the server's event loop."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from dataclasses import replace; from telephony.app import create_app;"
+        "from telephony.simulation.fakes.settings import TEST_SETTINGS as S;"
+        "assert 'agent.gemini' not in sys.modules;"
+        "create_app(replace(S, model='gemini'), agent_factory=lambda call: None);"
+        "assert 'agent.gemini' in sys.modules"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
