@@ -127,7 +127,8 @@ class Continuity:
         self._idle = asyncio.Event()
         self._idle.set()
         self._cut: CutAnswer | None = None
-        self._transcribes = False
+        self._answer_took_turn = False
+        """The latest answer took a caller turn that no transcript had: that turn's transcript takes nothing more."""
 
     def attach(self) -> None:
         """Register on the agent's restart hooks (they fire at the swap, before the gate reopens)."""
@@ -174,11 +175,13 @@ class Continuity:
     def agent_event(self, event: Any) -> None:
         """Every event from ``agent.receive()``, in order, after the answer state has seen it (never awaits)."""
         if isinstance(event, BidiTranscriptStartEvent) and event.role == "user":
-            self._transcribes = True
-            self.keeper.heard(self._clock())
+            if self._answer_took_turn:
+                self._answer_took_turn = False  # the transcript of a turn its answer already took (at its start, late)
+            else:
+                self.keeper.took(self._clock())
         elif isinstance(event, BidiResponseStartEvent):
-            if not self._transcribes:
-                self.keeper.heard(self._clock())
+            # The answer is proof the model heard: its transcript may come before, at its start, late, or never.
+            self._answer_took_turn = self.keeper.took(self._clock())
         elif isinstance(event, BidiConnectionRestartEvent):
             self._log.debug("restart event delivered (%s, turn_interrupted=%s)", event.reason, event.turn_interrupted)
         elif isinstance(event, BidiConnectionWarningEvent):
@@ -255,6 +258,7 @@ class Continuity:
             self._swap_started = None
             self._swap_task = None
             self._cut = None
+            self._answer_took_turn = False  # the old connection's late transcript never comes
             self._last_swap_end = self._clock()
             self._idle.set()
 
