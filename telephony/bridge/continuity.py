@@ -8,8 +8,9 @@ by the events the session sees, prevents each:
 
 - **Split utterances.** strands does not wait for a caller in mid-sentence: the old connection hears
   the start and is stopped, the new one hears the rest. :class:`UtteranceKeeper` keeps the caller audio
-  the current connection has been given since the last utterance it turned into history (a user
-  transcript); at the swap that audio goes to the new connection first, before anything held.
+  the current connection has been given since the last utterance it took (an answer started after it, or a
+  user transcript before its answer: a model may transcribe early, at its answer, late or never); at the swap
+  that audio goes to the new connection first, before anything held. Each utterance is given exactly once.
 - **Lost audio.** ``agent.send()`` blocks while the new connection is set up; the inbound buffer is told
   to hold up to ``VOICEBOT_RESTART_HOLD_MS`` meanwhile, and delivers it in order afterwards.
 - **Silent cuts.** An answer the model had not finished when its connection went is recorded as cut

@@ -41,11 +41,11 @@ class _Segment:
 class UtteranceKeeper:
     """The caller audio the current connection has heard but not yet turned into history.
 
-    Fed with every chunk once the connection has taken it (:meth:`sent`); told when the model turned
-    speech into history (:meth:`heard`: a user transcript, or a response from a model that never
-    transcribes). :meth:`took` is the model taking a turn (an answer, a transcript), whatever the order of the two.
-    :meth:`unheard` is what a new connection must hear again: from just before the first
-    utterance not yet heard to the end of what was sent. Speech is found by level on 20 ms frames.
+    Fed with every chunk once the connection has taken it (:meth:`sent`); told when the model took the
+    caller's turn (:meth:`took`: an answer, or a transcript before it, in whatever order and at whatever
+    moment they come; :meth:`heard` is the plain form, for a transcript alone). :meth:`unheard` is what a
+    new connection must hear again: from just before the first utterance not yet heard to the end of what
+    was sent. Speech is found by level on 20 ms frames.
     """
 
     def __init__(
@@ -118,8 +118,8 @@ class UtteranceKeeper:
         """The model took the caller's turn (it started an answer, or a transcript): every utterance that has
         ended is heard, transcribed or not. Returns whether anything was taken.
 
-        An utterance still in progress is taken up to now only if the caller has been quiet long enough for a
-        model to end-point it (a model that end-points sooner than we do). While the caller is loud the answer
+        If none has ended, the utterance in progress is taken up to now if the caller has been quiet long enough
+        for a model to end-point it (a model that end-points sooner than we do). While the caller is loud the answer
         is to something else (an earlier utterance, a tool result, a text, or a transcript streaming as the caller
         speaks), and the utterance stays whole.
         """
@@ -127,9 +127,9 @@ class UtteranceKeeper:
         before = len(self._segments)
         self._segments = [segment for segment in self._segments if segment.end is None]
         taken = len(self._segments) < before
-        if self._segments and self._quiet_run * FRAME_S >= ENDPOINT_MIN_S:
+        if not taken and self._segments and self._quiet_run * FRAME_S >= ENDPOINT_MIN_S:
             current = self._segments[-1]
-            taken = taken or current.start < self._end
+            taken = current.start < self._end
             current.start, current.preroll = self._end, False
         self._trim(now)
         return taken

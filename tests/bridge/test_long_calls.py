@@ -210,6 +210,7 @@ async def test_a_swap_after_an_answer_gives_nothing_again(endpoint_s: float, cap
     result, tap, _, model, dropped = await run_call(lambda: model, plan, caplog)
     assert model.cuts_done == ["after answer"] and tap.restarts == ["timeout"]
     assert_whole(result, dropped)
+    assert result.answered_twice == 0 and result.split == 0
 
 
 async def test_a_scheduled_swap_as_a_fast_model_answers_the_goodbye_gives_nothing_again(

@@ -183,9 +183,9 @@ class LimitedModel(BidiModel):
     ``restart_after_s``: declared in the connection config (strands restarts proactively); drawn again each
     time strands reads it. ``timeout_after_s``: a connection raises ``ConnectionTimeoutError`` this long
     after it opens (strands restarts reactively). ``cut_at``: moments at which a connection times out
-    instead (mid-utterance, mid-answer, ..., or ``after answer``: ``after_answer_s`` after an answer to the caller
-    ended, from the ``after_answer_n``-th on). ``setup_s``: how long ``start()`` takes. ``endpoint_s``: the quiet after which a connection takes the
-    caller's turn (the bridge's own is 0.5 s; a model may end-point sooner or later).
+    instead (mid-utterance, mid-answer, ..., or ``after answer``: ``after_answer_s`` after an answer to the
+    caller ended, from the ``after_answer_n``-th on). ``setup_s``: how long ``start()`` takes. ``endpoint_s``:
+    the quiet after which a connection takes the caller's turn (the bridge's is 0.5 s; a model's may differ).
     """
 
     def __init__(
