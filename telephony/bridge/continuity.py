@@ -130,6 +130,8 @@ class Continuity:
         self._cut: CutAnswer | None = None
         self._answer_took_turn = False
         """The latest answer took a caller turn that no transcript had: that turn's transcript takes nothing more."""
+        self._turn_transcribed = False
+        """A user transcript came since the latest answer started: the next answer's turn was transcribed already."""
 
     def attach(self) -> None:
         """Register on the agent's restart hooks (they fire at the swap, before the gate reopens)."""
@@ -180,9 +182,12 @@ class Continuity:
                 self._answer_took_turn = False  # the transcript of a turn its answer already took (at its start, late)
             else:
                 self.keeper.took(self._clock())
+                self._turn_transcribed = True
         elif isinstance(event, BidiResponseStartEvent):
             # The answer is proof the model heard: its transcript may come before, at its start, late, or never.
-            self._answer_took_turn = self.keeper.took(self._clock())
+            took = self.keeper.took(self._clock())
+            self._answer_took_turn = took and not self._turn_transcribed
+            self._turn_transcribed = False
         elif isinstance(event, BidiConnectionRestartEvent):
             self._log.debug("restart event delivered (%s, turn_interrupted=%s)", event.reason, event.turn_interrupted)
         elif isinstance(event, BidiConnectionWarningEvent):
@@ -259,7 +264,7 @@ class Continuity:
             self._swap_started = None
             self._swap_task = None
             self._cut = None
-            self._answer_took_turn = False  # the old connection's late transcript never comes
+            self._answer_took_turn = self._turn_transcribed = False  # the old connection's late transcript never comes
             self._last_swap_end = self._clock()
             self._idle.set()
 

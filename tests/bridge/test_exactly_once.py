@@ -162,6 +162,7 @@ turn_strategy = st.builds(
 @settings(max_examples=300, deadline=None)
 @given(turns=st.lists(turn_strategy, min_size=1, max_size=4), swap_share=st.floats(0.0, 1.0))
 def test_every_utterance_is_given_once_whatever_the_order_of_events(turns: list[Turn], swap_share: float) -> None:
+    turns = [Turn(**{**turn.__dict__, "mode": turns[0].mode}) for turn in turns]  # one model, one habit
     timeline = build(turns)
     check_exactly_once(turns, max(FRAME_S, swap_share * timeline.end_s))
 
