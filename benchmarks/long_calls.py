@@ -6,12 +6,15 @@ a tool, a long answer it talks over, goodbye. The model side is either
 
 - ``fake``: a ``BidiModel`` whose connections strands replaces every 2-5 s, proactively (declared
   ``restart_after_s``), reactively (``ConnectionTimeoutError``) or at quiet moments (agent.quiet_switch),
-  each new connection taking 0.1-5 s to set up (``start()`` blocks meanwhile); or
+  each new connection taking 0.1-5 s to set up (``start()`` blocks meanwhile); in the ``after-answer`` mode
+  the model end-points sooner than the bridge (0.15-0.45 s) and a connection also goes 0.5-3 s after an
+  answer (the order of events in which an utterance was once answered twice); or
 - ``nova``: the real ``BedrockNovaSonicModel`` (with quiet switch-over, as shipped) against the local Nova
   with its 8-minute cap on a 1/40 clock, seeded extra timeouts, and 0.1-5 s stream set-ups.
 
-It prints, per model side and overall: utterances heard whole and once by the answering connection, caller
-audio lost, the longest silence the caller sat through waiting for the bot, answers cut and picked up.
+It prints, per model side and overall: utterances heard whole and once by the answering connection, those
+answered twice (must be 0) and those split, caller audio lost, the longest silence the caller sat through
+waiting for the bot, answers cut and picked up.
 ``--without-continuity`` turns telephony.bridge.continuity off, for the figures before it.
 
     uv run python benchmarks/long_calls.py                  # fake and nova, at least 100 restarts each
@@ -63,6 +66,7 @@ from telephony.simulation.local_nova.pytest_plugin import _FAKE_ENV  # noqa: E40
 SETTINGS = Settings(greeting="", prewarm=False, hangup_grace_s=0.3, agent_start_timeout_s=15.0)
 SUMMARY = re.compile(r"call=(?P<sid>CA\w+) \| call ended \|.*caller_audio_dropped_chunks=(?P<dropped>\d+)")
 CUT_AT = ("utterance", "answer", "tool call", "barge-in", "goodbye")
+FAKE_MODES = ("proactive", "reactive", "quiet", "after-answer")
 NOVA_SCALE = 1 / 40
 
 
@@ -105,6 +109,16 @@ def fake_model(plan: Any, rng: random.Random, mode: str) -> LimitedModel:
         model = QuietLimited(brain, restart_after_s=lambda: rng.uniform(4.0, 7.0), setup_s=setup)
         model.quiet_window_share = 0.5
         return model
+    if mode == "after-answer":
+        return LimitedModel(
+            brain,
+            restart_after_s=lambda: rng.uniform(3.0, 6.0),
+            setup_s=lambda: rng.uniform(0.1, 2.0),
+            cut_at={"after answer"},
+            after_answer_s=rng.uniform(0.5, 3.0),
+            after_answer_n=rng.randint(1, 3),
+            endpoint_s=rng.uniform(0.15, 0.45),
+        )
     return LimitedModel(brain, timeout_after_s=interval, setup_s=setup, cut_at=set(rng.sample(CUT_AT, 2)))
 
 
@@ -113,7 +127,7 @@ async def one_call(side: str, index: int, seed: int, summaries: Summaries, speed
     plan = make_plan(seed * 1000 + index, turns=6)
     sid = f"CA{index:032d}"
     tap = Tap()
-    mode = ("proactive", "reactive", "quiet")[index % 3] if side == "fake" else "nova"
+    mode = FAKE_MODES[index % len(FAKE_MODES)] if side == "fake" else "nova"
     models: list[Any] = []
     nova: LocalNova | None = None
     if side == "nova":
@@ -173,6 +187,8 @@ async def run_side(side: str, restarts: int, concurrency: int, seed: int, summar
 def report(title: str, runs: list[Run]) -> None:
     said = sum(run.score.utterances for run in runs)
     whole = sum(run.score.heard_whole_once for run in runs)
+    twice = sum(run.score.answered_twice for run in runs)
+    split = sum(run.score.split for run in runs)
     restarts = sum(run.score.restarts for run in runs)
     dropped = sum(max(0, run.dropped_chunks) for run in runs)
     cuts = sum(run.score.cuts for run in runs)
@@ -183,6 +199,7 @@ def report(title: str, runs: list[Run]) -> None:
     print(f"\n{title}")
     print(f"  calls {len(runs)}, model connection restarts {restarts}, set-ups {min(setups):.1f}-{max(setups):.1f} s")
     print(f"  caller utterances heard whole and once by the answering connection: {whole} / {said}")
+    print(f"  caller utterances answered twice: {twice} (must be 0); split between connections: {split}")
     print(f"  caller audio lost: {dropped} chunks ({dropped * 0.02:.2f} s)")
     print(
         f"  longest silence the caller sat through waiting for the bot: {max(silences):.2f} s "
@@ -229,7 +246,7 @@ def main() -> None:
         runs = asyncio.run(run_side(side, args.restarts, concurrency, args.seed, summaries))
         everything += runs
         if side == "fake":
-            for mode in ("proactive", "reactive", "quiet"):
+            for mode in FAKE_MODES:
                 report(f"fake model, {mode} restarts", [run for run in runs if run.mode == mode])
         report(f"{side} model, all", runs)
     if len(sides) > 1:

@@ -8,8 +8,9 @@ by the events the session sees, prevents each:
 
 - **Split utterances.** strands does not wait for a caller in mid-sentence: the old connection hears
   the start and is stopped, the new one hears the rest. :class:`UtteranceKeeper` keeps the caller audio
-  the current connection has been given since the last utterance it turned into history (a user
-  transcript); at the swap that audio goes to the new connection first, before anything held.
+  the current connection has been given since the last utterance it took (an answer started after it, or a
+  user transcript before its answer: a model may transcribe early, at its answer, late or never); at the swap
+  that audio goes to the new connection first, before anything held. Each utterance is given exactly once.
 - **Lost audio.** ``agent.send()`` blocks while the new connection is set up; the inbound buffer is told
   to hold up to ``VOICEBOT_RESTART_HOLD_MS`` meanwhile, and delivers it in order afterwards.
 - **Silent cuts.** An answer the model had not finished when its connection went is recorded as cut
@@ -127,7 +128,10 @@ class Continuity:
         self._idle = asyncio.Event()
         self._idle.set()
         self._cut: CutAnswer | None = None
-        self._transcribes = False
+        self._answer_took_turn = False
+        """The latest answer took a caller turn that no transcript had: that turn's transcript takes nothing more."""
+        self._turn_transcribed = False
+        """A user transcript came since the latest answer started: the next answer's turn was transcribed already."""
 
     def attach(self) -> None:
         """Register on the agent's restart hooks (they fire at the swap, before the gate reopens)."""
@@ -174,11 +178,16 @@ class Continuity:
     def agent_event(self, event: Any) -> None:
         """Every event from ``agent.receive()``, in order, after the answer state has seen it (never awaits)."""
         if isinstance(event, BidiTranscriptStartEvent) and event.role == "user":
-            self._transcribes = True
-            self.keeper.heard(self._clock())
+            if self._answer_took_turn:
+                self._answer_took_turn = False  # the transcript of a turn its answer already took (at its start, late)
+            else:
+                self.keeper.took(self._clock())
+                self._turn_transcribed = True
         elif isinstance(event, BidiResponseStartEvent):
-            if not self._transcribes:
-                self.keeper.heard(self._clock())
+            # The answer is proof the model heard: its transcript may come before, at its start, late, or never.
+            took = self.keeper.took(self._clock())
+            self._answer_took_turn = took and not self._turn_transcribed
+            self._turn_transcribed = False
         elif isinstance(event, BidiConnectionRestartEvent):
             self._log.debug("restart event delivered (%s, turn_interrupted=%s)", event.reason, event.turn_interrupted)
         elif isinstance(event, BidiConnectionWarningEvent):
@@ -255,6 +264,7 @@ class Continuity:
             self._swap_started = None
             self._swap_task = None
             self._cut = None
+            self._answer_took_turn = self._turn_transcribed = False  # the old connection's late transcript never comes
             self._last_swap_end = self._clock()
             self._idle.set()
 

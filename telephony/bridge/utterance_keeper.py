@@ -23,6 +23,8 @@ UNHEARD_EXPIRY_S = 12.0
 """An ended utterance the model never transcribed for this long was not speech to it (a cough): let it go."""
 MAX_KEPT_S = 30.0
 """The longest utterance in progress kept whole; a longer monologue is carried over by its last 30 s."""
+ENDPOINT_MIN_S = 0.1
+"""Quiet a model needs at least before it can end-point the caller: an answer starting sooner is not to them."""
 
 
 @dataclass
@@ -39,10 +41,11 @@ class _Segment:
 class UtteranceKeeper:
     """The caller audio the current connection has heard but not yet turned into history.
 
-    Fed with every chunk once the connection has taken it (:meth:`sent`); told when the model turned
-    speech into history (:meth:`heard`: a user transcript, or a response from a model that never
-    transcribes). :meth:`unheard` is what a new connection must hear again: from just before the first
-    utterance not yet heard to the end of what was sent. Speech is found by level on 20 ms frames.
+    Fed with every chunk once the connection has taken it (:meth:`sent`); told when the model took the
+    caller's turn (:meth:`took`: an answer, or a transcript before it, in whatever order and at whatever
+    moment they come; :meth:`heard` is the plain form, for a transcript alone). :meth:`unheard` is what a
+    new connection must hear again: from just before the first utterance not yet heard to the end of what
+    was sent. Speech is found by level on 20 ms frames.
     """
 
     def __init__(
@@ -102,6 +105,7 @@ class UtteranceKeeper:
         If none has ended, the model end-pointed sooner than we do: the utterance in progress is heard up
         to now, and whatever the caller says next is a new utterance (without pre-roll, which was heard).
         """
+        self._drop_heard()
         ended = [segment for segment in self._segments if segment.end is not None]
         if ended:
             self._segments = [segment for segment in self._segments if segment.end is None]
@@ -110,11 +114,34 @@ class UtteranceKeeper:
             self._segments[-1].preroll = False
         self._trim(now)
 
+    def took(self, now: float) -> bool:
+        """The model took the caller's turn (it started an answer, or a transcript): every utterance that has
+        ended is heard, transcribed or not. Returns whether anything was taken.
+
+        If none has ended, the utterance in progress is taken up to now if the caller has been quiet long enough
+        for a model to end-point it (a model that end-points sooner than we do). While the caller is loud the answer
+        is to something else (an earlier utterance, a tool result, a text, or a transcript streaming as the caller
+        speaks), and the utterance stays whole.
+        """
+        self._drop_heard()
+        before = len(self._segments)
+        self._segments = [segment for segment in self._segments if segment.end is None]
+        taken = len(self._segments) < before
+        if not taken and self._segments and self._quiet_run * FRAME_S >= ENDPOINT_MIN_S:
+            current = self._segments[-1]
+            taken = current.start < self._end
+            current.start, current.preroll = self._end, False
+        self._trim(now)
+        return taken
+
     def unheard(self, now: float) -> bytes:
         """Audio a new connection must hear again (empty when the old one heard everything said)."""
         self._expire(now)
         if not self._segments:
-            return b""
+            if not self._loud_run:
+                return b""  # nobody is speaking; else an utterance is starting: its first frames and pre-roll
+            onset = self._end - len(self._pending) - self._loud_run * self._frame_bytes
+            return bytes(self._audio[max(self._base, onset - self._preroll) - self._base :])
         first = self._segments[0]
         start = max(self._base, first.start - (self._preroll if first.preroll else 0))
         return bytes(self._audio[start - self._base :])
@@ -147,7 +174,13 @@ class UtteranceKeeper:
             current.end, current.ended_at = self._last_loud_end, now
             self._loud_run = 0
 
+    def _drop_heard(self) -> None:
+        """Forget utterances heard to their end: what is left of one after a model end-pointed it sooner than we
+        did is the quiet that followed (kept, it would make the next transcript look like that utterance's)."""
+        self._segments = [segment for segment in self._segments if segment.end is None or segment.end > segment.start]
+
     def _expire(self, now: float) -> None:
+        self._drop_heard()
         self._segments = [
             segment for segment in self._segments if segment.ended_at is None or now - segment.ended_at < self._expiry_s
         ]

@@ -192,3 +192,38 @@ async def test_a_caller_hanging_up_during_a_scheduled_swap_leaves_no_connection_
             await call.wait_closed()
     assert len(model.connections) == 1, f"{len(model.connections)} connections were opened"
     assert model.stopped
+
+
+@pytest.mark.parametrize("endpoint_s", [0.2, 0.35, 0.9], ids=["sooner", "a-little-sooner", "later"])
+async def test_a_swap_after_an_answer_gives_nothing_again(endpoint_s: float, caplog: pytest.LogCaptureFixture) -> None:
+    """The case found (issue 23): a model that transcribes the caller only as it starts answering, end-pointing
+    sooner (or later) than the bridge, its connection replaced 2.2 s after it answered. Nothing is answered twice."""
+    plan = Plan([Utterance(360.0, 1.0, "ask"), Utterance(480.0, 0.9, "ask"), Utterance(720.0, 0.8, "bye")])
+    model = LimitedModel(
+        ToneConversation(plan),
+        cut_at={"after answer"},
+        after_answer_s=2.2,
+        after_answer_n=2,
+        endpoint_s=endpoint_s,
+        setup_s=0.2,
+    )
+    result, tap, _, model, dropped = await run_call(lambda: model, plan, caplog)
+    assert model.cuts_done == ["after answer"] and tap.restarts == ["timeout"]
+    assert_whole(result, dropped)
+    assert result.answered_twice == 0 and result.split == 0
+
+
+async def test_a_scheduled_swap_as_a_fast_model_answers_the_goodbye_gives_nothing_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """strands' scheduled swap lands just as a model that end-points in 0.2 s answers the last utterance."""
+    plan = Plan([Utterance(400.0, 1.0, "ask"), Utterance(700.0, 0.8, "bye")])
+    model = LimitedModel(
+        ToneConversation(plan),
+        restart_after_s=lambda: 4.2 if len(model.setups) < 2 else 100.0,
+        endpoint_s=0.2,
+        setup_s=0.2,
+    )
+    result, tap, _, model, dropped = await run_call(lambda: model, plan, caplog)
+    assert tap.restarts == ["scheduled"]
+    assert_whole(result, dropped)

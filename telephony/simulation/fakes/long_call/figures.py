@@ -45,6 +45,10 @@ class Score:
     resumed: int
     longest_silence_s: float
     hung_up_by_bot: bool
+    answered_twice: int = 0
+    """Utterances (or parts of them) that reached a model more than once: the bot answered them twice."""
+    split: int = 0
+    """Utterances that reached the models in pieces, each part once (no words repeated, but not whole)."""
 
     @property
     def ok(self) -> bool:
@@ -65,9 +69,13 @@ def score(plan: Plan, log: CallerLog, tap: Tap, caller: SimulatedCaller, toleran
             problems.append(f"a fragment nobody said: {text!r}")
             continue
         seen.setdefault(utterance.hz, []).append(float(match["seconds"]))
-    whole = 0
+    whole = twice = split = 0
     for utterance, _, _ in log.said:
         heard = seen.get(utterance.hz, [])
+        if len(heard) > 1 and sum(heard) > utterance.seconds + tolerance_s:
+            twice += 1
+        elif len(heard) > 1:
+            split += 1
         if len(heard) == 1 and abs(heard[0] - utterance.seconds) <= tolerance_s:
             whole += 1
         else:
@@ -84,6 +92,8 @@ def score(plan: Plan, log: CallerLog, tap: Tap, caller: SimulatedCaller, toleran
         resumed=resumed,
         longest_silence_s=longest_wait(caller),
         hung_up_by_bot=log.hung_up_by_bot,
+        answered_twice=twice,
+        split=split,
     )
 
 

@@ -51,11 +51,11 @@ class _Connection:
         self.model = model
         self.index = index
         self.outbox: asyncio.Queue[Any] = asyncio.Queue()
-        self.detector = LevelDetector(model.rate, threshold_rms=SPEECH_RMS)
+        self.detector = LevelDetector(model.rate, threshold_rms=SPEECH_RMS, hangover_s=model.endpoint_s)
         self.replies: list[asyncio.Task[None]] = []
         self.playing: asyncio.Task[None] | None = None
         self.audible_until = 0.0
-        self.timer: asyncio.TimerHandle | None = None
+        self.timers: list[asyncio.TimerHandle] = []
         self.closed = False
         self.speech_bytes = 0
         self.barged = False
@@ -124,6 +124,15 @@ class _Connection:
             if request.name == "lookup":
                 self.trigger("tool call")
         self.emit(BidiResponseStopEvent(response_id=response_id))
+        if reply.heard is not None:
+            self.model.answers += 1
+        if (
+            reply.heard is not None
+            and self.model.after_answer_s is not None
+            and self.model.answers >= self.model.after_answer_n
+        ):
+            loop = asyncio.get_running_loop()
+            self.timers.append(loop.call_later(self.model.after_answer_s, self.trigger, "after answer"))
 
     async def _audio(self, content_id: str, pcm: bytes, moment: str) -> None:
         rate, speedup = self.model.rate, self.model.speedup
@@ -160,8 +169,8 @@ class _Connection:
         self.emit(BidiBargeInEvent())
 
     async def close(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
+        for timer in self.timers:
+            timer.cancel()
         tasks = [task for task in self.replies if not task.done()]
         for task in tasks:
             task.cancel()
@@ -176,7 +185,9 @@ class LimitedModel(BidiModel):
     ``restart_after_s``: declared in the connection config (strands restarts proactively); drawn again each
     time strands reads it. ``timeout_after_s``: a connection raises ``ConnectionTimeoutError`` this long
     after it opens (strands restarts reactively). ``cut_at``: moments at which a connection times out
-    instead (mid-utterance, mid-answer, ...). ``setup_s``: how long ``start()`` takes.
+    instead (mid-utterance, mid-answer, ..., or ``after answer``: ``after_answer_s`` after an answer to the
+    caller ended, from the ``after_answer_n``-th on). ``setup_s``: how long ``start()`` takes. ``endpoint_s``:
+    the quiet after which a connection takes the caller's turn (the bridge's is 0.5 s; a model's may differ).
     """
 
     def __init__(
@@ -189,6 +200,9 @@ class LimitedModel(BidiModel):
         setup_s: Seconds = 0.0,
         speedup: float = 4.0,
         cut_at: set[str] | frozenset[str] = frozenset(),
+        endpoint_s: float = 0.6,
+        after_answer_s: float | None = None,
+        after_answer_n: int = 1,
     ) -> None:
         self._config: dict[str, Any] = {"model_id": "limited"}
         self.brain = brain
@@ -198,7 +212,12 @@ class LimitedModel(BidiModel):
         self.setup_s = setup_s
         self.speedup = speedup
         self.cut_at = set(cut_at)
-        """Moments to time out at, once each: utterance, answer, tool call, goodbye, barge-in."""
+        """Moments to time out at, once each: utterance, answer, tool call, goodbye, barge-in, after answer."""
+        self.endpoint_s = endpoint_s
+        self.after_answer_s = after_answer_s
+        self.after_answer_n = after_answer_n
+        """``after answer`` counts from the n-th answer to the caller (of all connections)."""
+        self.answers = 0
         self.cuts_done: list[str] = []
         self.connections: list[_Connection] = []
         self.setups: list[float] = []
@@ -234,7 +253,7 @@ class LimitedModel(BidiModel):
         timeout = _draw(self.timeout_after_s)
         if timeout:
             error = ConnectionTimeoutError(f"connection {connection.index} reached its limit")
-            connection.timer = asyncio.get_running_loop().call_later(timeout, connection.emit, error)
+            connection.timers.append(asyncio.get_running_loop().call_later(timeout, connection.emit, error))
 
     async def stop(self) -> None:
         self.stopped = True
