@@ -179,6 +179,8 @@ class LightCaller:
         self.opened = 0.0
         self.closed = asyncio.Event()
         self.frames_received = 0
+        self.clears: list[float] = []
+        """When each ``clear`` arrived (``time.monotonic()``)."""
 
     async def __aenter__(self) -> LightCaller:
         self.ws = await websockets.connect(self.url, compression=None, max_size=2**20, additional_headers=self.headers)
@@ -221,6 +223,7 @@ class LightCaller:
                     name = json.loads(raw)["mark"]["name"]
                     self.pending[name] = loop.call_at(max(self.playout_end, now), self._echo, name)
                 elif '"event":"clear"' in raw:
+                    self.clears.append(time.monotonic())
                     self.playout_end = now
                     for name, timer in list(self.pending.items()):
                         timer.cancel()

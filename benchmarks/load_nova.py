@@ -78,23 +78,28 @@ class Variant:
     agent: str
     env: dict[str, str] = field(default_factory=dict)
     tree: Path = ROOT
+    model: str | None = None
+    """The local model server the real client talks to (``nova``, ``openai``, ``gemini``); None for the fake."""
 
 
 def variant(name: str, baseline: Path | None) -> Variant:
-    """``fake``, ``nova-<quiet ms>[/<speaking ms>][-own-crt]``, or ``base-nova`` (the --baseline tree, as it is)."""
+    """``fake``, ``nova-<quiet ms>[/<speaking ms>][-own-crt]``, ``base-nova`` (the --baseline tree, as it is), or
+    ``nova``, ``openai``, ``gemini``: that model's real client with the product's default settings."""
     if name == "fake":
         return Variant(name, FAKE_AGENT)
+    if name in LOCAL_MODELS:
+        return Variant(name, NOVA_AGENT, model=name)
     if name == "base-nova":
         if baseline is None:
             raise SystemExit("base-nova needs --baseline DIR (a source tree to compare with)")
-        return Variant(name, NOVA_AGENT, tree=baseline)
+        return Variant(name, NOVA_AGENT, tree=baseline, model="nova")
     match = re.fullmatch(r"nova-(\d+)(?:/(\d+))?(-own-crt)?", name)
     if match is None:
         raise SystemExit(f"unknown variant {name!r}: fake, base-nova, nova-60, nova-60/20, nova-20-own-crt, ...")
     quiet, speaking = match.group(1), match.group(2) or match.group(1)
     env = {"VOICEBOT_SEND_CHUNK_MS": quiet, "VOICEBOT_SEND_CHUNK_SPEAKING_MS": speaking}
     env["VOICEBOT_CRT_THREADS"] = "0" if match.group(3) else "1"
-    return Variant(name, NOVA_AGENT, env)
+    return Variant(name, NOVA_AGENT, env, model="nova")
 
 
 @dataclass
@@ -112,34 +117,92 @@ class Result:
     errors: int = 0
     error_kinds: list[str] = field(default_factory=list)
     calls_per_worker: list[int] = field(default_factory=list)
+    served: int = 0
+    turned_away: int = 0
+    model_connections: int = 0
+    """Connections the server's model clients opened to the local model server (0: no model server)."""
 
 
 # --- processes -------------------------------------------------------------------------------------------
 
 
+LOCAL_MODELS = {
+    "nova": ("telephony.simulation.local_nova", ()),
+    "openai": ("telephony.simulation.local_openai", ("--tls",)),
+    "gemini": ("telephony.simulation.local_gemini", ()),
+}
+"""Each real client's local server: its module and the flags it needs for TLS (every one serves TLS here)."""
+
+
+def model_env(model: str, printed: dict[str, str], ca: Path) -> dict[str, str]:
+    """The server's environment that points ``model``'s real client at its local server."""
+    if model == "nova":
+        return {"VOICEBOT_MODEL": "nova", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": printed["LOCAL_NOVA_ENDPOINT"],
+                "AWS_CA_BUNDLE": str(ca), "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "AKIDLOCALNOVA",
+                "AWS_SECRET_ACCESS_KEY": "local-nova-secret"}  # fmt: skip
+    if model == "openai":
+        return {"VOICEBOT_MODEL": "openai", "OPENAI_BASE_URL": printed["LOCAL_OPENAI_BASE_URL"],
+                "OPENAI_API_KEY": printed["LOCAL_OPENAI_API_KEY"], "SSL_CERT_FILE": str(ca)}  # fmt: skip
+    return {"VOICEBOT_MODEL": "gemini", "GOOGLE_GEMINI_BASE_URL": printed["LOCAL_GEMINI_BASE_URL"],
+            "GOOGLE_API_KEY": "local-gemini-key", "SSL_CERT_FILE": str(ca)}  # fmt: skip
+
+
 @asynccontextmanager
-async def local_nova(folder: Path, cpus: set[int]) -> AsyncIterator[tuple[str, Path, int]]:
-    """The local Nova in its own process; yields its endpoint, CA file and pid."""
-    ca = folder / "nova-ca.pem"
+async def local_model(
+    model: str, folder: Path, cpus: set[int], reply_s: float = 2.0, speedup: float = 4.0
+) -> AsyncIterator[tuple[dict[str, str], int, int]]:
+    """``model``'s local server in its own process; yields the server's env for it, its pid and its port."""
+    module, flags = LOCAL_MODELS[model]
+    ca = folder / f"{model}-ca.pem"
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "telephony.simulation.local_nova", "--port", "0", "--ca-out", str(ca),
-        "--reply-s", "2", "--speedup", "4", "--log-level", "WARNING",
+        sys.executable, "-m", module, "--port", "0", "--ca-out", str(ca), *flags, "--reply-s", str(reply_s),
+        "--speedup", str(speedup), "--log-level", "WARNING",
         cwd=ROOT, stdout=asyncio.subprocess.PIPE, preexec_fn=lambda: os.sched_setaffinity(0, cpus),
     )  # fmt: skip
     try:
         assert process.stdout is not None
-        line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
-        if not line.startswith("LOCAL_NOVA_ENDPOINT="):
-            raise RuntimeError(f"the local Nova did not start: {line!r}")
-        yield line.split("=", 1)[1].strip(), ca, process.pid
+        printed: dict[str, str] = {}
+        while len(printed) < (2 if model == "openai" else 1):
+            line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+            if not line.startswith("LOCAL_"):
+                raise RuntimeError(f"the local {model} did not start: {line!r}")
+            key, value = line.strip().split("=", 1)
+            printed[key] = value
+        url = next(value for key, value in printed.items() if not key.endswith("API_KEY"))
+        port = int(url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+        yield model_env(model, printed, ca), process.pid, port
     finally:
         process.terminate()
         await process.wait()
 
 
+async def stop(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` and wait for it to end."""
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def connections_to(port: int) -> set[int]:
+    """Local ports of the IPv4 loopback TCP connections now established to ``port`` (the model clients')."""
+    found = set()
+    for row in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = row.split()
+        local, remote, state = fields[1], fields[2], fields[3]
+        if state == "01" and int(remote.rsplit(":", 1)[1], 16) == port:
+            found.add(int(local.rsplit(":", 1)[1], 16))
+    return found
+
+
+async def count_connections(port: int, seen: set[int]) -> None:
+    """Collect every client connection to ``port`` seen open (polled every 0.1 s) into ``seen``, until cancelled."""
+    while True:
+        seen |= connections_to(port)
+        await asyncio.sleep(0.1)
+
+
 @asynccontextmanager
 async def server(
-    spec: Variant, port: int, workers: int, nova: tuple[str, Path] | None, cpus: set[int] | None, log_path: Path
+    spec: Variant, port: int, workers: int, model_env: dict[str, str], cpus: set[int] | None, log_path: Path
 ) -> AsyncIterator[asyncio.subprocess.Process]:
     """The server (one process, or a supervisor and its workers); its log goes to ``log_path``."""
     env = {
@@ -154,12 +217,9 @@ async def server(
         "VOICEBOT_WORKERS": str(workers),
         **spec.env,
     }
-    if nova is not None:
-        endpoint, ca = nova
-        env |= {"AWS_ENDPOINT_URL_BEDROCK_RUNTIME": endpoint, "AWS_CA_BUNDLE": str(ca), "AWS_REGION": "us-east-1",
-                "AWS_ACCESS_KEY_ID": "AKIDLOCALNOVA", "AWS_SECRET_ACCESS_KEY": "local-nova-secret"}  # fmt: skip
     for name in ("TWILIO_AUTH_TOKEN", "TWILIO_ACCOUNT_SID", "PUBLIC_URL", "VOICEBOT_RECORD_DIR", "AWS_PROFILE"):
         env.pop(name, None)
+    env |= model_env
     pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     log = open(log_path, "ab")  # closed below, after the process
     process = await asyncio.create_subprocess_exec(
@@ -202,12 +262,14 @@ async def run(spec: Variant, calls: int, workers: int, seconds: float, folder: P
     side_cpus = {1} if workers == 1 and cores > 1 else set(range(cores))
     os.sched_setaffinity(0, side_cpus)  # the callers (this process)
     async with AsyncExitStack() as stack:
-        nova = None
+        env: dict[str, str] = {}
         nova_pid = None
-        if spec.agent == NOVA_AGENT:
-            endpoint, ca, nova_pid = await stack.enter_async_context(local_nova(folder, side_cpus))
-            nova = (endpoint, ca)
-        process = await stack.enter_async_context(server(spec, port, workers, nova, serve_cpus, folder / "server.log"))
+        seen: set[int] = set()
+        if spec.model is not None:
+            env, nova_pid, model_port = await stack.enter_async_context(local_model(spec.model, folder, side_cpus))
+            counter = asyncio.create_task(count_connections(model_port, seen))
+            stack.push_async_callback(stop, counter)
+        process = await stack.enter_async_context(server(spec, port, workers, env, serve_cpus, folder / "server.log"))
         base = f"http://127.0.0.1:{port}"  # one process, or the nginx `serve --workers N` runs in front
         await asyncio.sleep(0.5)
         tree = process_tree(process.pid)
@@ -236,6 +298,9 @@ async def run(spec: Variant, calls: int, workers: int, seconds: float, folder: P
         await asyncio.gather(*tasks)
         await asyncio.sleep(1.0)
         stats, metrics = await read_figures(port, workers)
+    result.turned_away = sum(1 for r in results if r.busy)
+    result.served = calls - result.turned_away
+    result.model_connections = len(seen)
     result.cpu_per_call = sum(used[pid] for pid in server_pids) / calls
     result.rss_per_call = (rss - idle_rss) / calls
     result.calls_per_worker = [int(s.get("handled", 0)) for s in stats]
