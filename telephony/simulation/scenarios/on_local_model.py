@@ -79,8 +79,8 @@ def wrong_model(local: LocalModel, model: Any) -> str | None:
         return None
     return (
         f"--local {local.name} plays the brain on the {local.title}, which only {local.user_class} talks to; "
-        f"the agent factory built {type(model).__name__} (the factory must build {local.user_class}: the default "
-        f"agent does with VOICEBOT_MODEL={local.name})"
+        f"the agent factory built {type(model).__name__} (the factory must build {local.user_class}: one taking "
+        f"`settings` is given model={local.name} for the run, so agent.models.create_model(settings) builds it)"
     )
 
 
