@@ -159,6 +159,7 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "simulation/test_local_openai.py",
         "simulation/test_long_calls_nova.py",
         "simulation/test_scenarios.py::test_the_brain_also_plays_on_the_local_nova_emulator",
+        "simulation/test_scenarios.py::test_the_brain_also_plays_on_the_local_openai_and_gemini_servers",
     ),
     "realtime": (
         "bridge/test_early_barge_in.py::test_a_",

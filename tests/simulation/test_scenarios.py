@@ -118,3 +118,74 @@ def test_the_brain_also_plays_on_the_local_nova_emulator(tmp_path: Path, capsys:
     assert "local Nova Sonic emulator playing the scripted brain (NovaSonicModel" in output
     [call] = CallLibrary(tmp_path).recent()
     assert call.end_reason == "transferred to +15005550010"
+
+
+@pytest.mark.parametrize(
+    ("model", "title", "built"),
+    [
+        ("openai", "local OpenAI Realtime server", "OpenAIRealtime gpt-realtime"),
+        ("gemini", "local Gemini Live server", "GeminiLiveModel gemini-live"),
+    ],
+)
+def test_the_brain_also_plays_on_the_local_openai_and_gemini_servers(
+    model: str, title: str, built: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--local openai|gemini: the default agent builds that provider's model (its real strands client), pointed at
+    the local server through OPENAI_BASE_URL / GOOGLE_GEMINI_BASE_URL, which are restored after the run."""
+    import os
+
+    before = {name: os.environ.get(name) for name in ("OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "SSL_CERT_FILE")}
+    code = main(["test", *SHORT, "--local", model, "--out", str(tmp_path)])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert f"2 on the scripted brain on the {title}" in output
+    assert f"{title} playing the scripted brain ({built}" in output
+    assert "2 passed, 0 failed" in output
+    reasons = sorted(call.end_reason for call in CallLibrary(tmp_path).recent())
+    assert "transferred to +15005550010" in reasons and len(reasons) == 2
+    assert {name: os.environ.get(name) for name in before} == before
+
+
+def test_local_says_clearly_when_the_factory_builds_another_providers_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["test", SHORT[0], "--local", "openai", "--agent", "agent.offline:create_agent", "--out", str(tmp_path)]
+    )
+    output = capsys.readouterr().out
+    assert code == 1
+    expected = "--local openai plays the brain on the local OpenAI Realtime server, which only OpenAIRealtimeModel"
+    assert expected in output
+    assert "the agent factory built OfflineModel" in output
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--local-nova", "--local", "gemini"], "--local-nova is --local nova, not --local gemini: choose one"),
+        (["--local", "openai", "--real-model"], "--local openai plays the scripted brain; --real-model ignores it"),
+        (["--local-nova", "--real-model"], "--local-nova plays the scripted brain; --real-model ignores it"),
+    ],
+)
+def test_local_flags_that_contradict_each_other_are_bad_usage(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["test", SHORT[0], *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_local_nova_is_local_nova() -> None:
+    """--local-nova keeps working, as an alias of --local nova; --local takes only the three providers."""
+    import argparse
+
+    from telephony.simulation.scenarios.command import add_arguments
+    from telephony.simulation.scenarios.results import RunOptions
+
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    add_arguments(parser)
+    assert parser.parse_args(["--local-nova"]).local_nova is True
+    assert parser.parse_args(["--local", "nova"]).local == "nova"
+    with pytest.raises((argparse.ArgumentError, SystemExit)):
+        parser.parse_args(["--local", "bedrock"])
+    assert RunOptions(local_nova=True).local_server == "nova" == RunOptions(local="nova").local_server
+    assert RunOptions().local_server is None

@@ -1,7 +1,9 @@
 """``voicebot test PATH…``: run scenario files against an agent, as phone calls, and say what failed and where.
 
 Exit status: 0 when every scenario passed, 1 when one failed (or a file could not be read), 2 for bad usage.
-``--from-recording RECORDING`` writes a scenario from a recorded call instead of running anything.
+``--local MODEL`` (nova, openai, gemini; ``--local-nova`` is ``--local nova``) plays scenarios' brains on a local
+server that the agent's own model talks to. ``--from-recording RECORDING`` writes a scenario from a recorded call
+instead of running anything.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from telephony.config import Settings
 from telephony.recording.format import RecordingError
 from telephony.simulation.scenarios.junit import write_junit
+from telephony.simulation.scenarios.on_local_model import LOCAL_MODELS
 from telephony.simulation.scenarios.runner import RunOptions, ScenarioRunner, summary_table, uses_brain
 from telephony.simulation.scenarios.scenario import Scenario, ScenarioError
 from telephony.simulation.scenarios.scenario_file import find_scenarios, load_scenario
@@ -35,10 +38,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "ignoring the scenarios' scripted brains",
     )
     parser.add_argument(
+        "--local",
+        choices=tuple(LOCAL_MODELS),
+        metavar="MODEL",
+        help="play the scenarios' brains on a local server for MODEL (nova, openai or gemini), which the agent's "
+        "own model of that provider talks to over its wire protocol, on 127.0.0.1 (no account used)",
+    )
+    parser.add_argument(
         "--local-nova",
         action="store_true",
-        help="play the scenarios' brains on the local Nova Sonic emulator, which the agent's own Nova Sonic model "
-        "talks to over Nova's wire protocol (the factory must build BedrockNovaSonicModel)",
+        help="the same as --local nova: play the scenarios' brains on the local Nova Sonic emulator, which the "
+        "agent's own Nova Sonic model talks to over Nova's wire protocol "
+        "(the factory must build BedrockNovaSonicModel)",
     )
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write the results as JUnit XML (for CI)")
     parser.add_argument(
@@ -83,19 +94,22 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
     if not scenarios:
         print(f"voicebot test: no scenario files (*.yaml) in {', '.join(map(str, args.paths))}", file=sys.stderr)
         return 1
-    if args.local_nova and args.real_model:
-        print(
-            "voicebot test: --local-nova plays the scripted brain; --real-model ignores it: choose one", file=sys.stderr
-        )
+    if args.local_nova and args.local not in (None, "nova"):
+        print(f"voicebot test: --local-nova is --local nova, not --local {args.local}: choose one", file=sys.stderr)
+        return 2
+    local = "nova" if args.local_nova else args.local
+    if local is not None and args.real_model:
+        flag = "--local-nova" if args.local_nova else f"--local {local}"
+        print(f"voicebot test: {flag} plays the scripted brain; --real-model ignores it: choose one", file=sys.stderr)
         return 2
     options = RunOptions(
         agent=args.agent,
         real_model=args.real_model,
         out=args.out,
         text_model=args.text_model,
-        local_nova=args.local_nova,
+        local=local,
     )
-    for name in ("telephony", "agent", "strands", "botocore"):
+    for name in ("telephony", "agent", "strands", "botocore", "websockets", "google_genai"):
         logging.getLogger(name).setLevel(logging.ERROR)  # the runner tells the story (script gaps included)
     print(_header(scenarios, options, settings))
     results = asyncio.run(ScenarioRunner(settings, options, out=sys.stdout).run_all(scenarios))
@@ -111,7 +125,8 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
 
 def _header(scenarios: list[Scenario], options: RunOptions, settings: Settings) -> str:
     scripted = sum(uses_brain(scenario, options) for scenario in scenarios)
-    where = "the scripted brain on the local Nova Sonic emulator" if options.local_nova else "the scripted brain"
+    local = options.local_server
+    where = f"the scripted brain on the {LOCAL_MODELS[local].title}" if local else "the scripted brain"
     model = (
         f"{scripted} on {where} (no model account used), {len(scenarios) - scripted} on the agent's own model"
         if scripted

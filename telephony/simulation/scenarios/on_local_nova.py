@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+from telephony.simulation.scenarios.on_local_model import scoped_environment
 from telephony.simulation.scenarios.scenario import Scenario
 
 LOCAL_NOVA_ENV = {
@@ -44,20 +44,10 @@ async def local_nova(scenario: Scenario, label: list[str]) -> AsyncIterator[None
             "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": nova.endpoint,
             "AWS_CA_BUNDLE": str(nova.ca_file),
         }
-        saved = {name: os.environ.get(name) for name in values}
         try:
-            for name, value in values.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
-            yield
+            with scoped_environment(values):
+                yield
         finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
             notes = [*brain.brain.unanswered, *brain.brain.missing] if brain._brain is not None else []
             label.extend(notes)
             label.extend(f"local Nova: {violation}" for violation in nova.violations)

@@ -24,9 +24,17 @@ class RunOptions:
     text_model: str | None = None
     """Bedrock model id for goal callers and judges (None: their offline stand-ins)."""
     local_nova: bool = False
-    """Play scenarios' brains on the local Nova Sonic emulator, talking to the factory's own Nova Sonic model."""
+    """Play scenarios' brains on the local Nova Sonic emulator (the same as ``local="nova"``)."""
+    local: str | None = None
+    """Play scenarios' brains on this provider's local server (nova, openai, gemini), talking to the factory's
+    own model of that provider."""
     workdirs: Path | None = None
     """Keep each run's work folder (``setup`` data such as a database) under here (None: a temporary one, deleted)."""
+
+    @property
+    def local_server(self) -> str | None:
+        """The provider whose local server plays the brains (None: the in-process scripted model)."""
+        return self.local or ("nova" if self.local_nova else None)
 
 
 @dataclass

@@ -49,7 +49,7 @@ from telephony.simulation.scenarios.goal_caller import (
     TextModelJudge,
     bedrock_text_model,
 )
-from telephony.simulation.scenarios.on_local_nova import local_nova
+from telephony.simulation.scenarios.on_local_model import LOCAL_MODELS, local_model, wrong_model
 from telephony.simulation.scenarios.results import (
     RunOptions,
     RunResult,
@@ -186,18 +186,24 @@ class ScenarioRunner:
     ) -> _Call | None:
         assert self._voice is not None
         scripted = uses_brain(scenario, self.options)
-        on_nova = scripted and self.options.local_nova
+        local = LOCAL_MODELS[self.options.local_server or ""] if scripted and self.options.local_server else None
         models: list[Any] = []
         nova_notes: list[str] = []
+        mismatch: list[str] = []
 
         settings = self._settings(scenario)
+        if local is not None:
+            settings = replace(settings, model=local.name)  # the default agent builds that provider's model
         factory = with_settings(factory, settings)  # a factory taking `settings` gets the run's (flags included)
 
         async def make_agent(call: CallInfo) -> Any:
             agent = await build_agent(factory, call)
             built = agent.model
-            if on_nova:
-                run.model = f"local Nova Sonic emulator playing the scripted brain ({describe_model(built)})"
+            if local is not None:
+                if (problem := wrong_model(local, built)) is not None:
+                    mismatch.append(problem)
+                    raise RuntimeError(problem)
+                run.model = f"{local.title} playing the scripted brain ({describe_model(built)})"
             elif scripted:
                 assert scenario.brain is not None
                 agent.model = ScriptedBrainModel(scenario.brain)
@@ -224,9 +230,9 @@ class ScenarioRunner:
             {"call_sid": sid, "account_sid": "AC" + "0" * 32, "from": scenario.call_from, "to": scenario.call_to}
         )
         await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
-        nova = local_nova(scenario, nova_notes) if on_nova else contextlib.nullcontext()
+        server = local_model(local.name, scenario, nova_notes) if local is not None else contextlib.nullcontext()
         with stand_ins() if scripted else contextlib.nullcontext():
-            async with nova, serve_app(app) as base:
+            async with server, serve_app(app) as base:
                 target = await answer(f"http://{base}", form)
                 caller = SimulatedCaller(
                     f"ws://{base}/media-stream",
@@ -256,8 +262,11 @@ class ScenarioRunner:
         outcome.latencies = report.update().latencies
         outcome.steps = performer.log
         outcome.redirects = rest.redirects
-        brain = getattr(models[-1], "brain", None) if models and not on_nova else None
+        brain = getattr(models[-1], "brain", None) if models and local is None else None
         outcome.brain_notes = nova_notes + ([*brain.unanswered, *brain.missing] if brain is not None else [])
+        if mismatch:
+            run.error = mismatch[0]
+            return None
         if not recorders or recorders[-1].folder is None:
             run.error = "the call never started: the bridge did not accept the stream (see the log)"
             return None
