@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from telephony.simulation.scenarios.environment import scoped_environment
 from telephony.simulation.scenarios.scenario import Scenario
 
-__all__ = ["LOCAL_MODELS", "LocalModel", "local_model", "scoped_environment", "wrong_model"]
+__all__ = ["LOCAL_MODELS", "LocalModel", "local_model", "wrong_model"]
 
 
 @dataclass(frozen=True)
@@ -82,25 +83,6 @@ def wrong_model(local: LocalModel, model: Any) -> str | None:
         f"the agent factory built {type(model).__name__} (the factory must build {local.user_class}: one taking "
         f"`settings` is given model={local.name} for the run, so agent.models.create_model(settings) builds it)"
     )
-
-
-@contextlib.contextmanager
-def scoped_environment(values: Mapping[str, str | None]) -> Iterator[None]:
-    """``values`` in ``os.environ`` (None: removed) until the block ends, then the environment as it was."""
-    saved = {name: os.environ.get(name) for name in values}
-    try:
-        _apply(values)
-        yield
-    finally:
-        _apply(saved)
-
-
-def _apply(values: Mapping[str, str | None]) -> None:
-    for name, value in values.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
 
 
 def _loopback_no_proxy() -> dict[str, str | None]:

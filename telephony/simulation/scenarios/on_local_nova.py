@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from telephony.simulation.scenarios.on_local_model import scoped_environment
+from telephony.simulation.scenarios.environment import scoped_environment
 from telephony.simulation.scenarios.scenario import Scenario
 
 LOCAL_NOVA_ENV = {
