@@ -11,10 +11,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import shutil
-import signal
 from pathlib import Path
 
+from telephony.simulation.local_nova.process import serve_until_signalled
 from telephony.simulation.local_nova.replies import Brain, PitchBrain, Reply, ScriptedBrain, Tone, goodbye_reply
 
 from .faults import TimeLimits
@@ -49,20 +48,13 @@ async def _serve(arguments: argparse.Namespace) -> None:
         pacing=Pacing(speedup=arguments.speedup),
         port=arguments.port,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    async with gemini:
-        arguments.ca_out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(gemini.ca_file, arguments.ca_out)
-        print(f"LOCAL_GEMINI_BASE_URL={gemini.base_url}", flush=True)
-        await stop.wait()
-        log = logging.getLogger(__name__)
-        log.info("local gemini stopping: %d connections, %d violations", len(gemini.sessions), len(gemini.violations))
-        for violation in gemini.violations:
-            log.warning("%s", violation)
-
+    await serve_until_signalled(
+        gemini,
+        arguments.ca_out,
+        lambda: {"LOCAL_GEMINI_BASE_URL": gemini.base_url},
+        "local gemini stopping: %d connections, %d violations",
+        logging.getLogger(__name__),
+    )
 
 def main() -> None:
     arguments = _arguments()

@@ -12,11 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import shutil
-import signal
 from pathlib import Path
 
 from .faults import TimeLimits
+from .process import serve_until_signalled
 from .replies import Brain, PitchBrain, Reply, ScriptedBrain, Tone, goodbye_reply
 from .server import LocalNova
 from .turns import Pacing
@@ -54,21 +53,13 @@ async def _serve(arguments: argparse.Namespace) -> None:
         pacing=Pacing(speedup=arguments.speedup),
         port=arguments.port,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    async with nova:
-        arguments.ca_out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(nova.ca_file, arguments.ca_out)
-        print(f"LOCAL_NOVA_ENDPOINT={nova.endpoint}", flush=True)
-        await stop.wait()
-        logging.getLogger(__name__).info(
-            "local nova stopping: %d streams, %d violations", len(nova.sessions), len(nova.violations)
-        )
-        for violation in nova.violations:
-            logging.getLogger(__name__).warning("%s", violation)
-
+    await serve_until_signalled(
+        nova,
+        arguments.ca_out,
+        lambda: {"LOCAL_NOVA_ENDPOINT": nova.endpoint},
+        "local nova stopping: %d streams, %d violations",
+        logging.getLogger(__name__),
+    )
 
 def main() -> None:
     arguments = _arguments()

@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import shutil
-import signal
 from pathlib import Path
 
 from telephony.simulation.local_nova import Pacing, Reply, ScriptedBrain, Tone
+from telephony.simulation.local_nova.process import serve_until_signalled
 from telephony.simulation.local_nova.replies import Brain, PitchBrain, goodbye_reply
 
 from .faults import SessionLimits
@@ -54,23 +53,13 @@ async def _serve(arguments: argparse.Namespace) -> None:
         tls=arguments.tls,
         port=arguments.port,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    async with server:
-        if server.ca_file is not None:
-            arguments.ca_out.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(server.ca_file, arguments.ca_out)
-        print(f"LOCAL_OPENAI_BASE_URL={server.base_url}", flush=True)
-        print(f"LOCAL_OPENAI_API_KEY={server.api_key}", flush=True)
-        await stop.wait()
-        logging.getLogger(__name__).info(
-            "local openai stopping: %d sessions, %d violations", len(server.sessions), len(server.violations)
-        )
-        for violation in server.violations:
-            logging.getLogger(__name__).warning("%s", violation)
-
+    await serve_until_signalled(
+        server,
+        arguments.ca_out,
+        lambda: {"LOCAL_OPENAI_BASE_URL": server.base_url, "LOCAL_OPENAI_API_KEY": server.api_key},
+        "local openai stopping: %d sessions, %d violations",
+        logging.getLogger(__name__),
+    )
 
 def main() -> None:
     arguments = _arguments()
