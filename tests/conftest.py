@@ -152,7 +152,7 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "twilio/test_local_twilio_api.py::test_in_its_own_process_",
     ),
     "browser": ("console/test_console_browser.py", "console/test_console_pages.py"),
-    "exclusive": ("operations/test_serve_as_users_run_it.py",),
+    "exclusive": ("operations/test_serve_as_users_run_it.py::test_fifty_calls_",),
     "emulator": (
         "bridge/test_openai_calls.py",
         "simulation/test_local_nova.py",
@@ -176,6 +176,19 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
 
 FIXTURE_KINDS = {"local_nova": "emulator", "local_openai": "emulator", "local_gemini": "emulator"}
 
+SHARED_FIXTURES = ("passing_run", "recognizer")
+"""Module-scoped fixtures that cost seconds (a scenario run, a speech recognizer): under pytest-xdist the tests
+using one stay on one worker, so it is made once; every other test goes to whichever worker is free
+(``--dist loadgroup``)."""
+
+WORKERS_PER_CORE = 2
+"""``-n auto``: most of the suite waits on the pace of a phone line, not on the processor."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Two workers per core (at least four): a call streamed in real time leaves its core idle most of the time."""
+    return max(4, WORKERS_PER_CORE * (os.cpu_count() or 1))
+
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -183,6 +196,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for kind in kinds_of(item.nodeid.removeprefix("tests/"), getattr(item, "fixturenames", ())):
             item.add_marker(kind)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Group the tests of each of ``SHARED_FIXTURES`` (pytest-xdist reads the group before any
+    ``pytest_collection_modifyitems`` of ours runs)."""
+    for fixture in SHARED_FIXTURES:
+        if fixture in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(fixture))
 
 
 @pytest.hookimpl(hookwrapper=True)
