@@ -155,6 +155,7 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
     "exclusive": ("operations/test_serve_as_users_run_it.py::test_fifty_calls_",),
     "emulator": (
         "bridge/test_openai_calls.py",
+        "bridge/test_warm_transfer_models.py",  # its fixture picks the model's server by name (getfixturevalue)
         "simulation/test_local_nova.py",
         "simulation/test_local_openai.py",
         "simulation/test_long_calls_nova.py",

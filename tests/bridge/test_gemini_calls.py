@@ -6,7 +6,8 @@ WebSocket over TLS on 127.0.0.1 -> the local Gemini (``local_gemini`` fixture: `
 ``SSL_CERT_FILE``, a fake ``GOOGLE_API_KEY``), which checks every message and fails the test on a violation.
 
 Bot speech is tones at 24 kHz (a reply's frequency tells which reply the caller heard); caller speech is a tone
-the local Gemini's level detector hears as a turn.
+the local Gemini's level detector hears as a turn (the helpers, shared with the other models' call tests, are in
+``model_calls.py``).
 """
 
 from __future__ import annotations
@@ -15,117 +16,35 @@ import asyncio
 import base64
 import json
 import logging
-import math
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
-from typing import Any
 
-import httpx
-import numpy as np
 import pytest
 
 import agent.gemini  # noqa: F401  google-genai's import (~1-3 s) paid at collection, not inside a call's start limit
-from telephony.app import create_app
-from telephony.bridge import session as session_module
-from telephony.bridge.ending import load_apology
-from telephony.codec import pcm16_to_ulaw
-from telephony.config import env_name
 from telephony.simulation.local_gemini import Fault, LocalGemini, Reply, ScriptedBrain, TimeLimits, Tone, ToolRequest
 
 from ..audio import dominant_hz, frame_hz, pcm
-from ..conftest import TEST_SETTINGS, serve, settle_tasks
 from ..fakes.rest import FakeCallControl
-from ..fakes.twilio import FakeTwilioCall
+from .model_calls import (
+    ANSWER_HZ,
+    CALL_SID,
+    CALLER_HZ,
+    GEMINI,
+    GREETING,
+    GREETING_HZ,
+    LONG_HZ,
+    call_until_hung_up,
+    gemini_line,
+    heard_at_least,
+    heard_hz,
+    heard_the_apology,
+    listen_until,
+    seconds_of,
+    talk,
+    voiced_seconds,
+)
 
-MODEL_ID = "gemini-live-2.5-flash-preview"
-CALL_SID = "CA" + "2" * 32
-GREETING = "The caller has just been connected. Greet them."
-GREETING_HZ, ANSWER_HZ, LONG_HZ, CALLER_HZ = 1000, 600, 400, 300
-AGENT_SETTINGS = ("model", "model_id", "transfer_to", "tool_timeout_s")
-"""What ``agent.factory.create_agent`` reads from the environment for each call."""
-
-
-def caller_tone(seconds: float, hz: float = CALLER_HZ) -> bytes:
-    """Caller 'speech' as μ-law 8 kHz: loud enough for the local Gemini's level detector."""
-    t = np.arange(int(seconds * 8000)) / 8000
-    return pcm16_to_ulaw((0.3 * 32767 * np.sin(2 * math.pi * hz * t)).astype("<i2").tobytes())
-
-
-@dataclass
-class GeminiLine:
-    """A running server whose calls go through the real Gemini client to ``gemini``."""
-
-    base: str
-    app: Any
-    gemini: LocalGemini
-
-    def caller(self, **kwargs: Any) -> FakeTwilioCall:
-        return FakeTwilioCall(f"ws://{self.base}/media-stream", call_sid=CALL_SID, **kwargs)
-
-
-@asynccontextmanager
-async def gemini_line(
-    gemini: LocalGemini, monkeypatch: pytest.MonkeyPatch, rest: FakeCallControl | None = None, **overrides: Any
-) -> AsyncIterator[GeminiLine]:
-    """The real app with the default agent factory on Gemini, configured the way ``voicebot serve`` is."""
-    defaults = {"model": "gemini", "model_id": MODEL_ID, "greeting": GREETING, "agent_silence_timeout_s": 3.0}
-    settings = replace(TEST_SETTINGS, **{**defaults, **overrides})
-    assert settings.agent == "agent.factory:create_agent"
-    for name in AGENT_SETTINGS:
-        value = getattr(settings, name)
-        if value is not None:
-            monkeypatch.setenv(env_name(name), str(value))
-    app = create_app(settings, call_control=rest)
-    async with serve(app) as base:
-        baseline = set(asyncio.all_tasks())
-        yield GeminiLine(base, app, gemini)
-        leftover = await settle_tasks(baseline, timeout=session_module.AGENT_STOP_TIMEOUT_S + 2)
-        assert not leftover, f"tasks still running after the calls ended: {leftover}"
-        assert not app.state.sessions
-
-
-def heard_hz(call: FakeTwilioCall) -> list[float]:
-    """The dominant frequency of every frame the caller heard, in order (0: silence)."""
-    return [round(frame_hz(frame.payload), -2) for frame in call.heard]
-
-
-def seconds_of(hz_list: list[float], hz: float) -> float:
-    return sum(1 for value in hz_list if value == hz) * 0.02
-
-
-def voiced_seconds(pcm16: bytes, rate: int) -> float:
-    """Seconds of 20 ms frames above -30 dBFS (the caller's tone is at about -13 dBFS)."""
-    samples = pcm(pcm16)
-    size = rate // 50
-    frames = samples[: samples.size // size * size].reshape(-1, size)
-    return float(np.sum(np.sqrt(np.mean(frames**2, axis=1)) > 32768 * 10 ** (-30 / 20))) / 50
-
-
-async def listen_until(call: FakeTwilioCall, heard: Any, timeout: float = 6.0, then_s: float = 0.3) -> None:
-    """Send silence (as a phone line does) until ``heard(call)``, then ``then_s`` more."""
-    deadline = time.monotonic() + timeout
-    while not heard(call):
-        if time.monotonic() > deadline:
-            raise AssertionError("the caller never heard what it waited for")
-        await call.silence(0.1)
-    await call.silence(then_s)
-
-
-def heard_at_least(hz: float, seconds: float) -> Any:
-    return lambda call: seconds_of(heard_hz(call), hz) >= seconds - 0.04
-
-
-async def talk(call: FakeTwilioCall, speech_s: float, then_silence_s: float) -> None:
-    await call.stream(caller_tone(speech_s))
-    await call.silence(then_silence_s)
-
-
-def heard_the_apology(call: FakeTwilioCall) -> bool:
-    """The shipped apology clip reached the caller's ear (its first half second, frame for frame)."""
-    heard = b"".join(frame.payload for frame in call.heard)
-    return load_apology()[: 160 * 25] in heard
+MODEL_ID = GEMINI.model_id
 
 
 # --- a call heard both ways --------------------------------------------------------------------------
@@ -292,9 +211,7 @@ async def test_the_connection_opened_at_the_webhook_is_the_one_the_call_uses(
     local_gemini.brain = ScriptedBrain(texts=[Reply(text="Hello.", audio=Tone(0.4, hz=GREETING_HZ))])
     caplog.set_level(logging.INFO)
     async with gemini_line(local_gemini, monkeypatch, prewarm=True) as line:
-        async with httpx.AsyncClient(base_url=f"http://{line.base}") as client:
-            response = await client.post("/twiml", data={"CallSid": CALL_SID, "From": "+15550001111"})
-        assert response.status_code == 200
+        assert (await line.post("/twiml", From="+15550001111")).status_code == 200
         await local_gemini.wait_for_sessions(1)  # Gemini is connected before the stream exists
         await asyncio.sleep(0.5)
         async with line.caller() as call:
@@ -310,19 +227,6 @@ async def test_the_connection_opened_at_the_webhook_is_the_one_the_call_uses(
 
 
 # --- refusals: the caller hears the apology, the log says what to do -----------------------------------
-
-
-async def call_until_hung_up(line: GeminiLine, timeout: float = 10.0) -> FakeTwilioCall:
-    """A call that listens until the bot ends it."""
-    async with line.caller() as call:
-        await call.connect()
-        listening = asyncio.create_task(call.silence(timeout))
-        try:
-            await call.wait_closed(timeout)
-        finally:
-            listening.cancel()
-            await asyncio.gather(listening, return_exceptions=True)
-    return call
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,8 @@ TLS on 127.0.0.1 -> the local Nova (``local_nova`` fixture), which checks every 
 and fails the test on any protocol violation.
 
 Bot speech is tones (a reply's frequency tells which reply the caller heard); caller speech is a tone
-the local Nova's level detector hears as a turn.
+the local Nova's level detector hears as a turn (the helpers, shared with the other models' call tests, are in
+``model_calls.py``).
 """
 
 from __future__ import annotations
@@ -15,25 +16,12 @@ import asyncio
 import base64
 import json
 import logging
-import math
 import socket
-import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-import httpx
-import numpy as np
 import pytest
 
-from telephony.app import create_app
-from telephony.bridge import session as session_module
 from telephony.bridge.ending import load_apology
-from telephony.bridge.session import CallSession
-from telephony.codec import pcm16_to_ulaw
-from telephony.config import env_name
 from telephony.console.events import ConsoleEvents
 from telephony.simulation.local_nova import (
     Fault,
@@ -46,10 +34,26 @@ from telephony.simulation.local_nova import (
 )
 
 from ..audio import dominant_hz, frame_hz, pcm
-from ..conftest import TEST_SETTINGS, serve, settle_tasks
 from ..fakes.rest import FakeCallControl
-from ..fakes.twilio import FakeTwilioCall
 from ..waiting import until
+from .model_calls import (
+    ANSWER_HZ,
+    CALL_SID,
+    CALLER_HZ,
+    GREETING,
+    GREETING_HZ,
+    LONG_HZ,
+    NOVA,
+    call_until_hung_up,
+    heard_at_least,
+    heard_hz,
+    heard_the_apology,
+    listen_until,
+    nova_line,
+    seconds_of,
+    talk,
+    voiced_seconds,
+)
 
 pytestmark = pytest.mark.filterwarnings(
     # awscrt (0.32) reports a connection it gave up on (the untrusted-certificate test) by setting an exception on
@@ -57,104 +61,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:Exception ignored in.*InvalidStateError:pytest.PytestUnraisableExceptionWarning"
 )
 
-MODEL_ID = "amazon.nova-2-sonic-v1:0"
-CALL_SID = "CA" + "1" * 32
-GREETING = "The caller has just been connected. Greet them."
-GREETING_HZ, ANSWER_HZ, LONG_HZ, CALLER_HZ = 1000, 600, 400, 300
-AGENT_SETTINGS = ("model", "model_id", "aws_region", "nova_output_rate", "transfer_to", "tool_timeout_s")
-"""What ``agent.factory.create_agent`` reads from the environment for each call."""
-
-
-def caller_tone(seconds: float, hz: float = CALLER_HZ) -> bytes:
-    """Caller 'speech' as μ-law 8 kHz: loud enough for the local Nova's level detector."""
-    t = np.arange(int(seconds * 8000)) / 8000
-    return pcm16_to_ulaw((0.3 * 32767 * np.sin(2 * math.pi * hz * t)).astype("<i2").tobytes())
-
-
-@dataclass
-class NovaLine:
-    """A running server whose calls go through the real Nova client to ``nova``."""
-
-    base: str
-    app: Any
-    nova: LocalNova
-    rest: FakeCallControl | None
-
-    def caller(self, **kwargs: Any) -> FakeTwilioCall:
-        return FakeTwilioCall(f"ws://{self.base}/media-stream", call_sid=CALL_SID, **kwargs)
-
-    def live_session(self) -> CallSession:
-        [session] = self.app.state.sessions
-        return session
-
-    async def post(self, path: str, **form: str) -> httpx.Response:
-        async with httpx.AsyncClient(base_url=f"http://{self.base}") as client:
-            return await client.post(path, data={"CallSid": CALL_SID, **form})
-
-
-@asynccontextmanager
-async def nova_line(
-    nova: LocalNova,
-    monkeypatch: pytest.MonkeyPatch,
-    rest: FakeCallControl | None = None,
-    observers: tuple[Any, ...] = (),
-    known_leaks: tuple[str, ...] = (),
-    **overrides: Any,
-) -> AsyncIterator[NovaLine]:
-    """The real app with the default agent factory on Nova, configured the way ``voicebot serve`` is."""
-    defaults = {"model": "nova", "model_id": MODEL_ID, "greeting": GREETING, "agent_silence_timeout_s": 3.0}
-    settings = replace(TEST_SETTINGS, **{**defaults, **overrides})
-    assert settings.agent == "agent.factory:create_agent"
-    for name in AGENT_SETTINGS:
-        value = getattr(settings, name)
-        if value is not None:
-            monkeypatch.setenv(env_name(name), str(value))
-    app = create_app(settings, call_control=rest, observers=observers)  # the factory comes from settings.agent
-    async with serve(app) as base:
-        baseline = set(asyncio.all_tasks())
-        yield NovaLine(base, app, nova, rest)
-        leftover = await settle_tasks(baseline, timeout=session_module.AGENT_STOP_TIMEOUT_S + 2)
-        tolerated = {task for task in leftover if task.get_coro().__qualname__ in known_leaks}  # type: ignore[union-attr]
-        for task in tolerated:
-            task.cancel()  # so no later test inherits them
-        assert not leftover - tolerated, f"tasks still running after the calls ended: {leftover - tolerated}"
-        assert not app.state.sessions
-
-
-def heard_hz(call: FakeTwilioCall) -> list[float]:
-    """The dominant frequency of every frame the caller heard, in order (0: silence)."""
-    return [round(frame_hz(frame.payload), -2) for frame in call.heard]
-
-
-def voiced_seconds(pcm16: bytes, rate: int) -> float:
-    """Seconds of 20 ms frames above -30 dBFS (the caller's tone is at about -13 dBFS)."""
-    samples = pcm(pcm16)
-    size = rate // 50
-    frames = samples[: samples.size // size * size].reshape(-1, size)
-    return float(np.sum(np.sqrt(np.mean(frames**2, axis=1)) > 32768 * 10 ** (-30 / 20))) / 50
-
-
-def seconds_of(hz_list: list[float], hz: float) -> float:
-    return sum(1 for value in hz_list if value == hz) * 0.02
-
-
-async def listen_until(call: FakeTwilioCall, heard: Any, timeout: float = 6.0, then_s: float = 0.3) -> None:
-    """Send silence (as a phone line does) until ``heard(call)``, then ``then_s`` more."""
-    deadline = time.monotonic() + timeout
-    while not heard(call):
-        if time.monotonic() > deadline:
-            raise AssertionError("the caller never heard what it waited for")
-        await call.silence(0.1)
-    await call.silence(then_s)
-
-
-def heard_greeting(seconds: float) -> Any:
-    return lambda call: seconds_of(heard_hz(call), GREETING_HZ) >= seconds - 0.04
-
-
-async def talk(call: FakeTwilioCall, speech_s: float, then_silence_s: float) -> None:
-    await call.stream(caller_tone(speech_s))
-    await call.silence(then_silence_s)
+MODEL_ID = NOVA.model_id
 
 
 # --- a call heard both ways --------------------------------------------------------------------------
@@ -172,7 +79,7 @@ async def test_greeting_and_a_turn_are_heard_both_ways(
     async with nova_line(local_nova, monkeypatch, nova_output_rate=output_rate) as line:
         async with line.caller() as call:
             await call.connect()
-            await listen_until(call, heard_greeting(0.6))
+            await listen_until(call, heard_at_least(GREETING_HZ, 0.6))
             await talk(call, 0.6, 1.6)  # a turn, then its answer plays
             await call.stop()
 
@@ -267,7 +174,7 @@ async def test_end_conversation_round_trip_hangs_up_after_the_goodbye_is_heard(
     async with nova_line(local_nova, monkeypatch, rest=rest) as line:
         async with line.caller() as call:
             await call.connect()
-            await listen_until(call, heard_greeting(0.4))
+            await listen_until(call, heard_at_least(GREETING_HZ, 0.4))
             await talk(call, 0.5, 0.0)
             listening = asyncio.create_task(call.silence(8.0))
             await call.wait_closed(8.0)
@@ -344,7 +251,7 @@ async def test_keypresses_and_answering_machine_notes_reach_nova_as_text(
     async with nova_line(local_nova, monkeypatch) as line:
         async with line.caller() as call:
             await call.connect()
-            await listen_until(call, heard_greeting(0.3))
+            await listen_until(call, heard_at_least(GREETING_HZ, 0.3))
             await call.dtmf("5")
             await call.silence(0.8)
             assert (await line.post("/status/amd", AnsweredBy="machine_end_beep")).status_code == 204
@@ -394,32 +301,6 @@ async def test_a_prewarmed_connection_whose_stream_never_comes_is_closed(
 
 
 # --- faults: the caller hears the apology, the log says what to do -----------------------------------
-
-
-def heard_the_apology(call: FakeTwilioCall) -> bool:
-    """The shipped apology clip reached the caller's ear (its first half second, frame for frame)."""
-    heard = b"".join(frame.payload for frame in call.heard)
-    return load_apology()[: 160 * 25] in heard
-
-
-async def call_until_hung_up(line: NovaLine, speak_at_s: float | None = None, timeout: float = 10.0) -> FakeTwilioCall:
-    """A call that listens (and talks once, if asked) until the bot ends it."""
-    async with line.caller() as call:
-        await call.connect()
-
-        async def caller_side() -> None:
-            if speak_at_s is not None:
-                await call.silence(speak_at_s)
-                await talk(call, 0.5, 0.0)
-            await call.silence(timeout)
-
-        talking = asyncio.create_task(caller_side())
-        try:
-            await call.wait_closed(timeout)
-        finally:
-            talking.cancel()
-            await asyncio.gather(talking, return_exceptions=True)
-    return call
 
 
 @pytest.mark.parametrize(

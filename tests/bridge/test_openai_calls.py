@@ -6,7 +6,8 @@ simulated Twilio caller -> the real app on loopback -> the default agent factory
 test on any protocol violation.
 
 Bot speech is tones (a reply's frequency tells which reply the caller heard); caller speech is a tone the local
-server's VAD hears as a turn. The helpers are the Nova call tests': the bridge does not know which model it runs.
+server's VAD hears as a turn. The helpers (``model_calls.py``) are the other models' call tests' too: the bridge does
+not know which model it runs.
 """
 
 from __future__ import annotations
@@ -14,63 +15,35 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from telephony.app import create_app
-from telephony.bridge import session as session_module
-from telephony.config import env_name
 from telephony.simulation.local_nova import Pacing, Reply, ScriptedBrain, Tone, ToolRequest
 from telephony.simulation.local_openai import Fault, LocalOpenAI, SessionLimits
 
 from ..audio import dominant_hz, frame_hz, pcm
-from ..conftest import TEST_SETTINGS, serve, settle_tasks
 from ..fakes.rest import FakeCallControl
-from .test_nova_calls import (
+from .model_calls import (
     ANSWER_HZ,
     CALL_SID,
     CALLER_HZ,
     GREETING,
     GREETING_HZ,
     LONG_HZ,
-    NovaLine,
+    OPENAI,
     call_until_hung_up,
-    heard_greeting,
+    heard_at_least,
     heard_hz,
     heard_the_apology,
     listen_until,
+    openai_line,
     seconds_of,
     talk,
     voiced_seconds,
 )
 
-MODEL_ID = "gpt-realtime"
-AGENT_SETTINGS = ("model", "model_id", "transfer_to", "tool_timeout_s")
-
-
-@asynccontextmanager
-async def openai_line(
-    server: LocalOpenAI, monkeypatch: pytest.MonkeyPatch, rest: FakeCallControl | None = None, **overrides: Any
-) -> AsyncIterator[NovaLine]:
-    """The real app with the default agent factory on OpenAI Realtime, configured the way ``voicebot serve`` is."""
-    defaults = {"model": "openai", "model_id": MODEL_ID, "greeting": GREETING, "agent_silence_timeout_s": 3.0}
-    settings = replace(TEST_SETTINGS, **{**defaults, **overrides})
-    assert settings.agent == "agent.factory:create_agent"
-    for name in AGENT_SETTINGS:
-        value = getattr(settings, name)
-        if value is not None:
-            monkeypatch.setenv(env_name(name), str(value))
-    app = create_app(settings, call_control=rest)
-    async with serve(app) as base:
-        baseline = set(asyncio.all_tasks())
-        yield NovaLine(base, app, server, rest)  # type: ignore[arg-type]  # the line does not care which model
-        leftover = await settle_tasks(baseline, timeout=session_module.AGENT_STOP_TIMEOUT_S + 2)
-        assert not leftover, f"tasks still running after the calls ended: {leftover}"
-        assert not app.state.sessions
+MODEL_ID = OPENAI.model_id
 
 
 # --- a call heard both ways --------------------------------------------------------------------------
@@ -89,7 +62,7 @@ async def test_greeting_and_a_turn_are_heard_both_ways_at_24_khz(
     async with openai_line(local_openai, monkeypatch) as line:
         async with line.caller() as call:
             await call.connect()
-            await listen_until(call, heard_greeting(0.6))
+            await listen_until(call, heard_at_least(GREETING_HZ, 0.6))
             await talk(call, 0.6, 1.6)
             await call.stop()
 
@@ -124,7 +97,7 @@ async def test_the_endpoint_is_trusted_through_ssl_cert_file_over_tls(monkeypatc
         async with openai_line(tls, monkeypatch) as line:
             async with line.caller() as call:
                 await call.connect()
-                await listen_until(call, heard_greeting(0.3))
+                await listen_until(call, heard_at_least(GREETING_HZ, 0.3))
                 await call.stop()
         assert not tls.violations and len(tls.sessions) == 1
     assert seconds_of(heard_hz(call), GREETING_HZ) == pytest.approx(0.3, abs=0.06)
@@ -213,7 +186,7 @@ async def test_end_conversation_round_trip_hangs_up_after_the_goodbye_is_heard(
     async with openai_line(local_openai, monkeypatch, rest=rest) as line:
         async with line.caller() as call:
             await call.connect()
-            await listen_until(call, heard_greeting(0.4))
+            await listen_until(call, heard_at_least(GREETING_HZ, 0.4))
             await talk(call, 0.5, 0.0)
             listening = asyncio.create_task(call.silence(8.0))
             await call.wait_closed(8.0)
@@ -267,7 +240,7 @@ async def test_keypresses_and_answering_machine_notes_reach_the_model_as_text(
     async with openai_line(local_openai, monkeypatch) as line:
         async with line.caller() as call:
             await call.connect()
-            await listen_until(call, heard_greeting(0.3))
+            await listen_until(call, heard_at_least(GREETING_HZ, 0.3))
             await call.dtmf("5")
             await call.silence(0.8)
             assert (await line.post("/status/amd", AnsweredBy="machine_end_beep")).status_code == 204
@@ -331,7 +304,7 @@ async def test_service_errors_get_the_apology_and_an_operator_hint(
     rest = FakeCallControl()
     caplog.set_level(logging.INFO)
     async with openai_line(local_openai, monkeypatch, rest=rest, **overrides) as line:
-        call = await call_until_hung_up(line)  # type: ignore[arg-type]
+        call = await call_until_hung_up(line)
 
     assert heard_the_apology(call) and len(rest.calls) == 1
     assert seconds_of(heard_hz(call), GREETING_HZ) == 0

@@ -9,8 +9,9 @@ Twilio SDK talks to it) that also does what Twilio does with each request, as it
   a conference participant leaves with ``participant_updated_via_api``) and the new TwiML runs;
   with ``Status=completed``: the call ends (a ringing call is cancelled);
 - ``<Connect><Stream>``: a :class:`~telephony.simulation.caller.SimulatedCaller` connects to the app, signed as
-  Twilio signs the upgrade, with the ``<Parameter>``s, and keeps streaming silence like a quiet phone line;
-  when the app closes the socket, the call ends (nothing follows ``<Connect>``);
+  Twilio signs the upgrade, with the ``<Parameter>``s, and keeps streaming silence like a quiet phone line, or
+  the party's voice when they talk (:meth:`FakeTwilio.speak`); when the app closes the socket, the call ends
+  (nothing follows ``<Connect>``);
 - ``<Dial><Conference>``: conference rooms with ``startConferenceOnEnter`` / ``endConferenceOnExit`` /
   ``waitUrl`` semantics (a participant waiting for the start hears the wait URL), posting ``participant-join``,
   ``participant-leave`` (with ``ReasonParticipantLeft``), ``conference-start`` and ``conference-end``;
@@ -34,12 +35,15 @@ import httpx
 from twilio.http.response import Response
 from twilio.request_validator import RequestValidator
 
-from telephony.simulation.caller.simulated_caller import SimulatedCaller, parse_stream
+from telephony.codec import FRAME_BYTES, FRAME_SECONDS
+from telephony.simulation.caller.simulated_caller import ULAW_SILENCE, SimulatedCaller, parse_stream
 
 from .twilio_http import RecordingHttpClient, Reply, form_fields
 from .twilio_resources import Conference, FakeCall, Participant, Person, new_sid
 
 _CALL_URL = re.compile(r"/Accounts/(AC\w+)/Calls(?:/(CA\w+))?\.json$")
+LINE_CHUNK_FRAMES = 10
+"""What a stream's line sends at a time (200 ms): silence, or as much of the party's voice as is waiting."""
 
 
 class FakeTwilio(RecordingHttpClient):
@@ -238,13 +242,24 @@ class FakeTwilio(RecordingHttpClient):
         await stream.connect()
         call.streams.append(stream)
         call.hear("bot")
-        self._spawn(self._line_noise(stream))
+        self._spawn(self._line_noise(call, stream))
         self._spawn(self._watch_stream(call, stream))
 
-    async def _line_noise(self, stream: SimulatedCaller) -> None:
-        """A phone line never goes quiet on the wire: silence frames every 20 ms until the stream ends."""
+    async def _line_noise(self, call: FakeCall, stream: SimulatedCaller) -> None:
+        """A phone line never goes quiet on the wire: a frame every 20 ms until the stream ends, silence unless the
+        party is talking (one sender per stream, so their voice keeps the line's pace)."""
+        size = LINE_CHUNK_FRAMES * FRAME_BYTES
         while not stream.closed.is_set() and not stream.hung_up:
-            await stream.silence(0.2)
+            voice = bytes(call.voice[:size])
+            del call.voice[:size]
+            await stream.stream(voice + ULAW_SILENCE * ((size - len(voice)) // FRAME_BYTES))
+
+    async def speak(self, call: FakeCall, ulaw: bytes) -> None:
+        """The party talks into their phone (μ-law 8 kHz); returns once their words have gone down the line."""
+        call.voice += ulaw[: len(ulaw) // FRAME_BYTES * FRAME_BYTES]
+        while call.voice and call.streams and not call.stream.closed.is_set():
+            await asyncio.sleep(FRAME_SECONDS)
+        await asyncio.sleep(LINE_CHUNK_FRAMES * FRAME_SECONDS)  # the last of it is on its way
 
     async def _watch_stream(self, call: FakeCall, stream: SimulatedCaller) -> None:
         await stream.closed.wait()

@@ -41,6 +41,8 @@ class FakeCall:
     """Every change of ``hearing`` with when (monotonic)."""
     said: list[str] = field(default_factory=list)
     twimls: list[str] = field(default_factory=list)
+    voice: bytearray = field(default_factory=bytearray)
+    """What the party has said that the line has not sent yet (μ-law, whole frames)."""
 
     def __post_init__(self) -> None:
         self.over = asyncio.Event()

@@ -5,7 +5,16 @@ caller speech by level, barge-in while the reply still plays at the caller), han
 reproduces Gemini's connection limit (``goAway``) and refusals on a compressed clock (``faults``).
 """
 
-from telephony.simulation.local_nova.replies import Brain, CallerTurn, Pcm, Reply, ScriptedBrain, Tone, ToolRequest
+from telephony.simulation.local_nova.replies import (
+    Brain,
+    BrainsByPrompt,
+    CallerTurn,
+    Pcm,
+    Reply,
+    ScriptedBrain,
+    Tone,
+    ToolRequest,
+)
 
 from .faults import Fault, TimeLimits
 from .server import LocalGemini
@@ -15,6 +24,7 @@ from .turns import OUTPUT_RATE, Pacing
 __all__ = [
     "OUTPUT_RATE",
     "Brain",
+    "BrainsByPrompt",
     "CallerTurn",
     "Fault",
     "LocalGemini",

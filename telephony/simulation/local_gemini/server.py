@@ -24,7 +24,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from telephony.simulation.local_nova.certs import make_certificates
-from telephony.simulation.local_nova.replies import Brain, Reply, ScriptedBrain
+from telephony.simulation.local_nova.replies import Brain, BrainsByPrompt, Reply, ScriptedBrain, session_brain
 
 from .faults import FaultQueue, TimeLimits
 from .session import GeminiSession, SessionParts, SessionRecord, new_handle
@@ -46,7 +46,8 @@ class LocalGemini:
     """A local Gemini Live endpoint. All arguments are optional.
 
     Args:
-        brain: decides replies (default: a ``ScriptedBrain`` answering every trigger with a short tone).
+        brain: decides replies (default: a ``ScriptedBrain`` answering every trigger with a short tone); a
+            ``BrainsByPrompt`` gives each connection the brain its system instruction names.
         limits: the connection limit and when ``goAway`` comes, and the ``time_scale`` applied to them.
         pacing: audio chunk size and how much faster than real time replies stream.
         api_keys: the keys accepted (None: any non-empty key); another key is refused with 1007.
@@ -57,7 +58,7 @@ class LocalGemini:
 
     def __init__(
         self,
-        brain: Brain | None = None,
+        brain: Brain | BrainsByPrompt | None = None,
         *,
         limits: TimeLimits | None = None,
         pacing: Pacing | None = None,
@@ -67,7 +68,7 @@ class LocalGemini:
         port: int = 0,
         cert_dir: Path | None = None,
     ) -> None:
-        self.brain: Brain = brain or ScriptedBrain(default=Reply(text="I'm the local Gemini."))
+        self.brain: Brain | BrainsByPrompt = brain or ScriptedBrain(default=Reply(text="I'm the local Gemini."))
         self.limits = limits or TimeLimits()
         self.pacing = pacing or Pacing()
         self.api_keys = api_keys
@@ -172,7 +173,7 @@ class LocalGemini:
         record = self._new_record(request.path)
         record.api_key = request.headers.get("x-goog-api-key", "")
         parts = SessionParts(
-            brain=self.brain,
+            brain=session_brain(self.brain, lambda: record.system_prompt),
             limits=self.limits,
             pacing=self.pacing,
             fault=self.faults.take,

@@ -59,6 +59,11 @@ class SessionRecord:
     ended_by: str | None = None
 
     @property
+    def system_prompt(self) -> str:
+        """The setup's system instruction (the setup comes first)."""
+        return self.info.system_prompt if self.info is not None else ""
+
+    @property
     def barge_ins(self) -> int:
         return len(self.interrupted_at)
 

@@ -7,7 +7,7 @@ compressed clock (``faults``).
 
 from .faults import Fault, SetupDelay, TimeLimits
 from .protocol import Limits
-from .replies import Brain, CallerTurn, Pcm, Reply, ScriptedBrain, Tone, ToolRequest
+from .replies import Brain, BrainsByPrompt, CallerTurn, Pcm, Reply, ScriptedBrain, Tone, ToolRequest
 from .server import LocalNova
 from .session import SessionRecord
 from .turns import INTERRUPTED_MARKER, Pacing
@@ -15,6 +15,7 @@ from .turns import INTERRUPTED_MARKER, Pacing
 __all__ = [
     "INTERRUPTED_MARKER",
     "Brain",
+    "BrainsByPrompt",
     "CallerTurn",
     "Fault",
     "Limits",

@@ -3,14 +3,15 @@
 The turn engine decides *when* the caller has finished a turn; a brain decides *what* to answer:
 a reply is what Nova "heard" (the USER transcript), the text it speaks, the audio of it, and any
 tool uses. Brains are shared by every stream of one server, so a scripted conversation carries on
-across the connection restarts strands makes.
+across the connection restarts strands makes; ``BrainsByPrompt`` gives sessions with different system
+prompts (a call, and the briefing of a warm transfer about it) brains of their own.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -18,6 +19,7 @@ import numpy as np
 
 __all__ = [
     "Brain",
+    "BrainsByPrompt",
     "CallerTurn",
     "Pcm",
     "PitchBrain",
@@ -28,6 +30,7 @@ __all__ = [
     "dominant_hz",
     "goodbye_reply",
     "render_audio",
+    "session_brain",
 ]
 
 
@@ -132,6 +135,50 @@ class ScriptedBrain:
     async def on_tool_result(self, tool_use_id: str, name: str, result: Any) -> Reply | None:
         self.tool_results.append((tool_use_id, name, result))
         return self._tool_results.popleft() if self._tool_results else self.default
+
+
+class BrainsByPrompt:
+    """Several conversations on one server, told apart by each session's system prompt.
+
+    A session whose system prompt contains one of the keys is answered by that key's brain (the first key that
+    matches, in order), any other session by ``default``. Set it as a local server's ``brain``.
+    """
+
+    def __init__(self, by_prompt: Mapping[str, Brain], default: Brain) -> None:
+        self.by_prompt = dict(by_prompt)
+        self.default = default
+
+    def choose(self, system_prompt: str) -> Brain:
+        return next((brain for key, brain in self.by_prompt.items() if key in system_prompt), self.default)
+
+
+def session_brain(brain: Brain | BrainsByPrompt, system_prompt: Callable[[], str]) -> Brain:
+    """The brain one session talks to. ``system_prompt`` reads the session's prompt as far as it has arrived."""
+    if isinstance(brain, BrainsByPrompt):
+        return _PromptedBrain(brain, system_prompt)
+    return brain
+
+
+class _PromptedBrain:
+    """One session's view of a ``BrainsByPrompt``: it chooses at each trigger, when the prompt is known (every
+    client sends it before the conversation starts: Nova's SYSTEM content, OpenAI's ``session.update``, Gemini's
+    ``setup``)."""
+
+    def __init__(self, brains: BrainsByPrompt, system_prompt: Callable[[], str]) -> None:
+        self._brains = brains
+        self._system_prompt = system_prompt
+
+    def _brain(self) -> Brain:
+        return self._brains.choose(self._system_prompt())
+
+    async def on_caller_turn(self, turn: CallerTurn) -> Reply | None:
+        return await self._brain().on_caller_turn(turn)
+
+    async def on_text(self, text: str) -> Reply | None:
+        return await self._brain().on_text(text)
+
+    async def on_tool_result(self, tool_use_id: str, name: str, result: Any) -> Reply | None:
+        return await self._brain().on_tool_result(tool_use_id, name, result)
 
 
 def dominant_hz(pcm: bytes, sample_rate: int) -> float:

@@ -36,7 +36,7 @@ import h2.settings
 from .certs import make_certificates
 from .faults import ERROR_TYPE_SUFFIX, Fault, FaultQueue, SetupDelay, TimeLimits
 from .protocol import Limits
-from .replies import Brain, Reply, ScriptedBrain
+from .replies import Brain, BrainsByPrompt, Reply, ScriptedBrain, session_brain
 from .session import NovaSession, SessionRecord
 from .turns import Pacing
 
@@ -161,7 +161,7 @@ class _Connection:
         )
         stream.session = NovaSession(
             record,
-            self._server.brain,
+            session_brain(self._server.brain, lambda: record.system_prompt),
             write=lambda data: self._send(stream, data),
             reset=lambda: self._reset(stream),
             limits=self._server.limits,
@@ -266,7 +266,8 @@ class LocalNova:
     """A local Nova Sonic endpoint. See the module docstring; all arguments are optional.
 
     Args:
-        brain: decides replies (default: a ``ScriptedBrain`` that answers every trigger with a short tone).
+        brain: decides replies (default: a ``ScriptedBrain`` that answers every trigger with a short tone); a
+            ``BrainsByPrompt`` gives each stream the brain its system prompt names.
         limits: Nova's connection cap and silence timeout, and the ``time_scale`` applied to them.
         pacing: audio chunk size and how much faster than real time replies stream.
         protocol_limits: size limits on single inputs.
@@ -278,7 +279,7 @@ class LocalNova:
 
     def __init__(
         self,
-        brain: Brain | None = None,
+        brain: Brain | BrainsByPrompt | None = None,
         *,
         limits: TimeLimits | None = None,
         pacing: Pacing | None = None,
@@ -289,7 +290,7 @@ class LocalNova:
         port: int = 0,
         cert_dir: Path | None = None,
     ) -> None:
-        self.brain: Brain = brain or ScriptedBrain(default=Reply(text="I'm the local Nova."))
+        self.brain: Brain | BrainsByPrompt = brain or ScriptedBrain(default=Reply(text="I'm the local Nova."))
         self.limits = limits or TimeLimits()
         self.pacing = pacing or Pacing()
         self.protocol_limits = protocol_limits or Limits()

@@ -52,6 +52,11 @@ class SessionRecord:
     def event_names(self) -> list[str]:
         return [event.name for event in self.events]
 
+    @property
+    def system_prompt(self) -> str:
+        """The SYSTEM text so far (it comes before any interactive content)."""
+        return "\n".join(self.system_prompts)
+
 
 class NovaSession:
     """Drives one stream. ``write`` sends bytes (None ends the stream); ``reset`` sends RST_STREAM."""

@@ -26,7 +26,7 @@ from websockets.http11 import Request, Response
 
 from telephony.simulation.local_nova import Pacing, Reply, ScriptedBrain
 from telephony.simulation.local_nova.certs import make_certificates
-from telephony.simulation.local_nova.replies import Brain
+from telephony.simulation.local_nova.replies import Brain, BrainsByPrompt, session_brain
 
 from .faults import ERROR_MESSAGES, Fault, FaultQueue, SessionLimits
 from .session import OpenAISession, SessionRecord
@@ -44,7 +44,8 @@ class LocalOpenAI:
     """A local OpenAI Realtime endpoint. All arguments are optional.
 
     Args:
-        brain: decides replies (default: a ``ScriptedBrain`` answering every trigger with a short tone).
+        brain: decides replies (default: a ``ScriptedBrain`` answering every trigger with a short tone); a
+            ``BrainsByPrompt`` gives each session the brain its instructions name.
         limits: the session limit in real seconds (the service's is an hour).
         pacing: audio chunk size and how much faster than real time responses are generated.
         api_key: the only key accepted.
@@ -56,7 +57,7 @@ class LocalOpenAI:
 
     def __init__(
         self,
-        brain: Brain | None = None,
+        brain: Brain | BrainsByPrompt | None = None,
         *,
         limits: SessionLimits | None = None,
         pacing: Pacing | None = None,
@@ -67,7 +68,7 @@ class LocalOpenAI:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
-        self.brain: Brain = brain or ScriptedBrain(default=Reply(text="I'm the local OpenAI."))
+        self.brain: Brain | BrainsByPrompt = brain or ScriptedBrain(default=Reply(text="I'm the local OpenAI."))
         self.limits = limits or SessionLimits()
         self.pacing = pacing or Pacing()
         self.api_key = api_key
@@ -191,7 +192,7 @@ class LocalOpenAI:
         session = OpenAISession(
             connection,
             record,
-            self.brain,
+            session_brain(self.brain, lambda: record.system_prompt),
             pacing=self.pacing,
             session_limit_s=self.limits.session_limit_s,
             fault=fault,

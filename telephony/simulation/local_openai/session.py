@@ -52,6 +52,11 @@ class SessionRecord:
     def event_types(self) -> list[str]:
         return [event.get("type", "?") for event in self.events]
 
+    @property
+    def system_prompt(self) -> str:
+        """The instructions of the latest ``session.update`` (sent before anything else)."""
+        return str(self.session.get("instructions", ""))
+
 
 class OpenAISession:
     """Drives one connection; ``run()`` returns when either side closes it."""
