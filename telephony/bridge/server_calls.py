@@ -29,6 +29,7 @@ from telephony.twilio.calls_api import CALL_OVER
 
 log = logging.getLogger(__name__)
 
+
 class ServerCalls:
     """The sessions of this worker; see the module docstring."""
 

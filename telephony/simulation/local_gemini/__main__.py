@@ -56,6 +56,7 @@ async def _serve(arguments: argparse.Namespace) -> None:
         logging.getLogger(__name__),
     )
 
+
 def main() -> None:
     arguments = _arguments()
     logging.basicConfig(level=arguments.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
