@@ -13,7 +13,9 @@ all alike):
   Printed: calls served / turned away, server CPU per call (% of one core, every server process), RSS per call,
   first audio (stream start -> first bot frame) p50/p99, frame->send p50/p99, the model's barge-in -> ``clear``
   and caller onset -> ``clear`` p50/p99 (the bridge's samples from ``GET /stats``), model connections per call
-  (client connections seen open to the local model server), errors.
+  (client connections seen open to the local model server), calls end (the last caller's hang-up -> no call
+  left on the server; the figures are read then, since a call's samples reach ``/stats`` only once it has
+  ended), errors.
 - **barge-in**: a few calls per model that talk over a reply at a known moment, in two cases: the reply still
   being generated (the local server streams at real time; the caller starts 0.5 s into it) and the reply already
   generated (8x real time; the caller starts 1.5 s into a 4 s reply, when all of it sits in Twilio's buffer).
@@ -26,6 +28,9 @@ Only 127.0.0.1 is contacted.
 
     uv run python benchmarks/load_models.py [--calls 5] [--rounds 1] [--seconds 30]
         [--models fake nova openai gemini] [--barge-ins 3] [--skip-load] [--skip-barge-in]
+
+One model at chosen sizes, e.g. ``--models gemini --calls 5 20 --skip-barge-in`` (``--calls`` and ``--models``
+take several values).
 """
 
 from __future__ import annotations
@@ -44,7 +49,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load import SILENCE, SPEECH, CallerResult, LightCaller, speak, webhook
-from load_nova import Result, count_connections, local_model, read_figures, run, server, stop, variant
+from load_nova import (
+    Result,
+    calls_ended,
+    count_connections,
+    local_model,
+    read_figures,
+    run,
+    server,
+    stop,
+    variant,
+)
 
 from telephony.simulation.local_app.loopback import free_port_run
 
@@ -57,7 +72,7 @@ FRAME_S = 0.02
 
 LOAD_HEADER = (
     "setup  | calls | served/away | CPU/call | RSS/call | first audio    | frame->send | barge->clear  | "
-    "onset->clear  | model conns/call | errors"
+    "onset->clear  | model conns/call | calls end | errors"
 )
 
 
@@ -81,7 +96,8 @@ def load_line(rows: list[Result]) -> str:
         f"{first.variant:<6} | {first.calls:>5} | {served:>11} | {med([r.cpu_per_call for r in rows]):6.2f} % | "
         f"{med([r.rss_per_call for r in rows]):5.2f} MB | {p50_p99(rows, 'start_to_first_audio'):>14} | "
         f"{p50_p99_fine(rows, 'frame_to_send'):>11} | {p50_p99(rows, 'barge_in_to_clear'):>13} | "
-        f"{p50_p99(rows, 'caller_onset_to_clear'):>13} | {conns:>16} | {sum(r.errors for r in rows):>6}"
+        f"{p50_p99(rows, 'caller_onset_to_clear'):>13} | {conns:>16} | {med([r.calls_end_s for r in rows]):7.2f} s | "
+        f"{sum(r.errors for r in rows):>6}"
     )
 
 
@@ -205,7 +221,8 @@ async def barge_run(model: str, case: Case, calls: int, folder: Path) -> tuple[B
                 out.errors.append(repr(error))
 
         await asyncio.gather(*(one(index) for index in range(calls)))
-        await asyncio.sleep(1.0)
+        if left := await calls_ended(port, 1):
+            out.errors.append(f"{left} call(s) still ending after the last hang-up")
         stats, _ = await read_figures(port, 1)
     return out, stats[0].get("latency", {}), len(seen)
 

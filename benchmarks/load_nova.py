@@ -121,6 +121,8 @@ class Result:
     turned_away: int = 0
     model_connections: int = 0
     """Connections the server's model clients opened to the local model server (0: no model server)."""
+    calls_end_s: float = 0.0
+    """The last caller's hang-up -> no call left on the server (each call's figures reach /stats as it ends)."""
 
 
 # --- processes -------------------------------------------------------------------------------------------
@@ -296,7 +298,9 @@ async def run(spec: Variant, calls: int, workers: int, seconds: float, folder: P
         used = {pid: (proc_cpu_seconds(pid) - before[pid]) / elapsed * 100 for pid in watched}
         rss = sum(proc_rss_mb(pid) for pid in server_pids)
         await asyncio.gather(*tasks)
-        await asyncio.sleep(1.0)
+        hung_up = time.monotonic()
+        left = await calls_ended(port, workers)
+        result.calls_end_s = time.monotonic() - hung_up
         stats, metrics = await read_figures(port, workers)
     result.turned_away = sum(1 for r in results if r.busy)
     result.served = calls - result.turned_away
@@ -319,7 +323,28 @@ async def run(spec: Variant, calls: int, workers: int, seconds: float, folder: P
     result.error_kinds = sorted({r.error for r in results if r.error})[:3] + [
         line for line in metrics.splitlines() if line.startswith("voicebot_errors_total")
     ]
+    if left:
+        result.error_kinds.append(f"{left} call(s) still ending {CALLS_END_LIMIT_S:.0f} s after the last hang-up")
     return result
+
+
+CALLS_END_LIMIT_S = 15.0
+"""How long the calls may take to end after the callers hang up (the bridge gives a stopping agent 5 s)."""
+
+
+async def calls_ended(port: int, workers: int, limit_s: float = CALLS_END_LIMIT_S) -> int:
+    """Wait until no server process has a call left, at most ``limit_s``; how many were left then.
+
+    A call's latency samples join ``GET /stats`` only once it has ended (its agent stopped): reading the figures
+    a fixed moment after the hang-ups misses every call whose ending takes longer."""
+    ports = [port + 1 + n for n in range(workers)] if workers > 1 else [port]
+    deadline = time.monotonic() + limit_s
+    async with httpx.AsyncClient() as client:
+        while True:
+            left = sum([(await client.get(f"http://127.0.0.1:{each}/health")).json()["calls"] for each in ports])
+            if left == 0 or time.monotonic() > deadline:
+                return left
+            await asyncio.sleep(0.05)
 
 
 async def read_figures(port: int, workers: int) -> tuple[list[dict[str, Any]], str]:

@@ -6,7 +6,8 @@ strands' own) that adds:
 - the endpoint in use, logged at each start (``GOOGLE_GEMINI_BASE_URL`` and ``SSL_CERT_FILE`` are honoured by
   google-genai itself: :mod:`agent.gemini.endpoint`);
 - the operator's next step on Live API errors (:mod:`agent.gemini.errors`);
-- a quiet switch-over before strands' 540 s restart (``agent.quiet_switch``).
+- a quiet switch-over before strands' 540 s restart (``agent.quiet_switch``);
+- a prompt close when the call ends mid-reply (``agent.closing``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from strands.bidi.models import GoogleGeminiLiveModel as StrandsGeminiLiveModel
 from strands.bidi.models.model import ConnectionTimeoutError
 from strands.bidi.types import BidiOutputEvent
 
+from ..closing import DrainWhileClosing, Receiving
 from ..quiet_switch import QuietSwitchover
 from .endpoint import GeminiEndpoint
 from .errors import GeminiTarget, add_operator_hint
@@ -29,7 +31,7 @@ __all__ = ["GeminiLiveModel"]
 log = logging.getLogger("agent.gemini")
 
 
-class GeminiLiveModel(QuietSwitchover, StrandsGeminiLiveModel):
+class GeminiLiveModel(DrainWhileClosing, QuietSwitchover, StrandsGeminiLiveModel):
     """strands' ``GoogleGeminiLiveModel``, saying where it connects and what to do when the API refuses."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -67,6 +69,10 @@ class GeminiLiveModel(QuietSwitchover, StrandsGeminiLiveModel):
         except Exception as error:
             add_operator_hint(error, self._target())
             raise
+
+    def _model_socket(self) -> Receiving | None:
+        """The WebSocket under google-genai's live session (its ``_ws``), while one is open."""
+        return getattr(getattr(self, "_live_session", None), "_ws", None)
 
     def _target(self) -> GeminiTarget:
         return GeminiTarget(model_id=str(self._config.get("model_id", "?")), endpoint=self.endpoint.url)

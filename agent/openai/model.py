@@ -8,7 +8,8 @@ replay, and adds:
   ``conversation.item.truncate`` on the assistant item (:mod:`agent.openai.audio_items`);
 - the service's fatal ``error`` events raised, with the operator's next step, and ``session_expired`` turned
   into a restart (:mod:`agent.openai.errors`);
-- a quiet switch-over before strands' scheduled restart (``agent.quiet_switch``).
+- a quiet switch-over before strands' scheduled restart (``agent.quiet_switch``);
+- a prompt close when the call ends mid-reply (``agent.closing``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from strands.bidi.models.model import ConnectionTimeoutError
 from strands.bidi.types import BidiOutputEvent
 from websockets.exceptions import ConnectionClosed
 
+from ..closing import DrainWhileClosing, Receiving
 from ..quiet_switch import QuietSwitchover
 from .audio_items import AudioItems
 from .endpoint import RealtimeEndpoint
@@ -48,7 +50,7 @@ class _AtEndpoint(OpenAIRealtimeModel):
         await super().start(*args, **kwargs)
 
 
-class OpenAIRealtime(QuietSwitchover, _AtEndpoint):
+class OpenAIRealtime(DrainWhileClosing, QuietSwitchover, _AtEndpoint):
     """strands' ``OpenAIRealtimeModel`` at the configured endpoint; see the module docstring."""
 
     def __init__(self, *, endpoint: RealtimeEndpoint | None = None, **kwargs: Any) -> None:
@@ -120,6 +122,10 @@ class OpenAIRealtime(QuietSwitchover, _AtEndpoint):
         delta = openai_event.get("delta") or ""
         size = len(delta) * 3 // 4 - delta[-2:].count("=")
         self._audio_items.audio(content_id, item_id, int(openai_event.get("content_index") or 0), size)
+
+    def _model_socket(self) -> Receiving | None:
+        """strands' WebSocket (kept after a stop, closed: reading it then ends at once)."""
+        return getattr(self, "_websocket", None)
 
     def _target(self) -> RealtimeTarget:
         return RealtimeTarget(model_id=str(self._config.get("model_id", "?")), endpoint=self._endpoint_url)

@@ -21,10 +21,14 @@ import time
 import pytest
 
 import agent.gemini  # noqa: F401  google-genai's import (~1-3 s) paid at collection, not inside a call's start limit
+from telephony.bridge import session as session_module
 from telephony.simulation.local_gemini import Fault, LocalGemini, Reply, ScriptedBrain, TimeLimits, Tone, ToolRequest
+from telephony.simulation.local_gemini.turns import Pacing
 
 from ..audio import dominant_hz, frame_hz, pcm
 from ..fakes.rest import FakeCallControl
+from ..fakes.twilio import FakeTwilioCall
+from ..waiting import until
 from .model_calls import (
     ANSWER_HZ,
     CALL_SID,
@@ -163,6 +167,37 @@ async def test_a_tool_round_trip_and_end_conversation_hang_up_after_the_goodbye_
     assert last_goodbye_frame < hung_up_at - call.started < last_goodbye_frame + 1.5  # ...before the hang-up
     print(f"last goodbye frame -> hang-up: {(hung_up_at - call.started - last_goodbye_frame) * 1000:.0f} ms")
     assert "agent ended the call (the caller said goodbye)" in caplog.text
+
+
+async def test_calls_hanging_up_mid_reply_end_at_once_and_close_their_connections(
+    local_gemini: LocalGemini, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Three callers hang up while Gemini still streams a long greeting, faster than the bridge reads it (as on a
+    loaded server): each call ends and counts in ``/stats`` at once, and closes its Gemini connection. Before
+    ``agent.closing`` the unread reply held every agent's stop for the bridge's 5 s limit, left the connection
+    open, and the load benchmark, reading ``/stats`` a second after its callers hung up, found no samples."""
+    local_gemini.brain = ScriptedBrain(default=Reply(text="Let me read you the menu.", audio=Tone(60.0, hz=LONG_HZ)))
+    local_gemini.pacing = Pacing(speedup=500.0)
+    caplog.set_level(logging.WARNING)
+
+    async def hang_up_mid_reply(index: int) -> None:
+        async with FakeTwilioCall(f"ws://{line.base}/media-stream", call_sid=f"CA{index:032x}") as call:
+            await call.connect()
+            await listen_until(call, heard_at_least(LONG_HZ, 0.2), then_s=0.0)
+            await call.stop()
+
+    async with gemini_line(local_gemini, monkeypatch) as line:
+        await asyncio.gather(*(hang_up_mid_reply(index) for index in range(3)))
+        hung_up = time.monotonic()
+        await until(lambda: not line.app.state.sessions, session_module.AGENT_STOP_TIMEOUT_S + 2, "the calls to end")
+        ended_in = time.monotonic() - hung_up
+        print(f"last hang-up -> every call ended: {ended_in * 1000:.0f} ms")
+        assert ended_in < 1.5
+        assert line.app.state.latency.summary()["start_to_first_audio"]["count"] == 3
+        await until(lambda: all(record.ended_by for record in local_gemini.sessions), 2.0, "the connections to close")
+
+    assert [record.ended_by for record in local_gemini.sessions] == ["client closed"] * 3
+    assert "agent did not stop cleanly" not in caplog.text
 
 
 async def test_cold_transfer_after_the_hand_off_line(
