@@ -12,7 +12,8 @@ local Nova in its own process, carries 10 such calls in the last test.
 Each call: the greeting, a question and its answer, a talk-over that must make the bridge send ``clear``,
 the answer to that, then "goodbye" (a 660 Hz turn: the agent says goodbye and calls ``end_conversation``),
 heard in full, and the bot hangs up over REST. Checked for every call: answered (not "busy"), the stream URL
-(``wss://PUBLIC/media-stream`` by default), reply heard, barge-in cleared, goodbye heard, hung up by the bot;
+(``wss://PUBLIC/media-stream`` by default), reply heard, barge-in cleared, goodbye heard, hung up by the bot
+(over REST, and its stream closed by the bot);
 for the server: every pre-warmed agent used, none refused, exactly one agent (model connection) per call.
 """
 
@@ -163,7 +164,7 @@ class CallResult:
     """From the caller starting to talk over the bot to the bridge's ``clear``."""
     goodbye_frames: int = 0
     closed_by_bot: bool = False
-    """The socket closed by the server within 30 s of the goodbye (diagnostic: what hangs up is the REST call)."""
+    """The socket closed by the server within 30 s of the goodbye (after its hang-up over REST, as Twilio sees it)."""
     error: str = ""
 
 
@@ -288,6 +289,7 @@ def check_every_call(run: Run, count: int, url: str) -> None:
         if request.method == "POST" and "/Calls/" in request.path and request.value("Status") == "completed"
     }
     assert hung_up == {r.call_sid for r in results}  # every call hung up by the bot, over REST (Twilio then ends it)
+    assert all(r.closed_by_bot for r in results), [r.call_sid for r in results if not r.closed_by_bot]
     assert metric(run.metrics, "voicebot_calls_refused_total") == 0
     assert metric(run.metrics, "voicebot_prewarm_total", outcome="hit") == count  # every pre-warmed agent used
     assert metric(run.metrics, "voicebot_prewarm_total") == count

@@ -225,8 +225,21 @@ class SimulatedCaller:
     # --- what Twilio sends -----------------------------------------------------------------------
 
     async def send(self, message: dict[str, Any] | str | bytes) -> None:
+        """Send one message; once the line is gone, raise ``ConnectionClosed`` only after ``closed`` is set.
+
+        websockets raises from ``send`` on a closed connection without yielding to the event loop, and possibly
+        before our reader has seen the close. A caller that streams until ``closed`` (as a phone line does) would
+        then spin without ever letting the reader run, and with it every other caller in the process: their
+        sockets go unread (a close frame the bot sent waits in the kernel) until that caller gives up. The
+        connection is lost by the time ``send`` raises, so the reader ends at once; waiting for it also keeps
+        ``received`` complete whenever ``closed`` is set.
+        """
         data = message if isinstance(message, (str, bytes)) else json.dumps(message)
-        await self._ws.send(data)
+        try:
+            await self._ws.send(data)
+        except websockets.ConnectionClosed:
+            await self.closed.wait()
+            raise
         if self.tap is not None and isinstance(data, str):
             self.tap.twilio_received(data)
 
