@@ -177,7 +177,7 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
 
 FIXTURE_KINDS = {"local_nova": "emulator", "local_openai": "emulator", "local_gemini": "emulator"}
 
-SHARED_FIXTURES = ("passing_run", "recognizer")
+SHARED_FIXTURES = ("passing_run", "recognizer", "prism")
 """Module-scoped fixtures that cost seconds (a scenario run, a speech recognizer): under pytest-xdist the tests
 using one stay on one worker, so it is made once; every other test goes to whichever worker is free
 (``--dist loadgroup``)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -115,10 +115,15 @@ async def warm_line(
     caller: list[Step] = CALLER_SCRIPT,
     returned: list[Step] = RETURNED_SCRIPT,
     person: Person | None = None,
+    twilio_api: Callable[[FakeTwilio], str] | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Line]:
+    """``twilio_api``: given the fake Twilio, the VOICEBOT_TWILIO_API_URL the app's own REST client is to use (a
+    proxy in front of it); without it the app's client talks to the fake in process."""
     settings = replace(WARM, **overrides)
     twilio = FakeTwilio(settings.public_url or "", TOKEN, ACCOUNT)
+    if twilio_api is not None:
+        settings = replace(settings, twilio_api_url=twilio_api(twilio))
     if person is not None:
         twilio.people[PERSON_NUMBER] = person
     state: dict[str, Line] = {}
@@ -137,7 +142,7 @@ async def warm_line(
         prompt = briefing_prompt(call.transfer)
         return BidiAgent(model=model, tools=[accept_transfer, decline_transfer], system_prompt=prompt)
 
-    control = TwilioCallsApi(ACCOUNT, TOKEN, http_client=twilio)
+    control = None if twilio_api is not None else TwilioCallsApi(ACCOUNT, TOKEN, http_client=twilio)
     app = create_app(settings, agent_factory=caller_agent, call_control=control, briefing_factory=briefing_agent)
     async with serve(app) as base:
         baseline = set(asyncio.all_tasks())

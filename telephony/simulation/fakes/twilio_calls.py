@@ -12,12 +12,15 @@ Twilio SDK talks to it) that also does what Twilio does with each request, as it
   Twilio signs the upgrade, with the ``<Parameter>``s, and keeps streaming silence like a quiet phone line, or
   the party's voice when they talk (:meth:`FakeTwilio.speak`); when the app closes the socket, the call ends
   (nothing follows ``<Connect>``);
+- ``<Dial>`` a number, SIP address or client (a cold transfer): the party hears ``dial:<whom>``; the call
+  stays in progress (who answers is beyond this fake);
 - ``<Dial><Conference>``: conference rooms with ``startConferenceOnEnter`` / ``endConferenceOnExit`` /
   ``waitUrl`` semantics (a participant waiting for the start hears the wait URL), posting ``participant-join``,
   ``participant-leave`` (with ``ReasonParticipantLeft``), ``conference-start`` and ``conference-end``;
 - ``<Say>`` / ``<Hangup>``: the words are noted and the call ends.
 
-Every status callback is POSTed to the app over loopback, signed over its public URL with the auth token.
+Every status callback is POSTed to the app over loopback, signed over its public URL with the auth token, with
+the form fields Twilio's docs list for call progress and conference events (see ``_status``, ``_conference_event``).
 Scripted failures (``script``/``then`` of the base class) answer a request without changing any state.
 Nothing is fetched from the network: the wait URL is only recorded.
 """
@@ -37,6 +40,7 @@ from twilio.request_validator import RequestValidator
 
 from telephony.codec import FRAME_BYTES, FRAME_SECONDS
 from telephony.simulation.caller.simulated_caller import ULAW_SILENCE, SimulatedCaller, parse_stream
+from telephony.twilio.calls_api import CALL_OVER
 
 from .twilio_http import RecordingHttpClient, Reply, form_fields
 from .twilio_resources import Conference, FakeCall, Participant, Person, new_sid
@@ -94,6 +98,7 @@ class FakeTwilio(RecordingHttpClient):
     async def incoming(self, call_sid: str, from_: str, to: str) -> FakeCall:
         """A caller dials our number: Twilio fetches /twiml (signed) and runs what it answers."""
         call = self.calls[call_sid] = FakeCall(call_sid, to=to, from_=from_, status="in-progress")
+        call.answered_at = time.monotonic()
         form = {"CallSid": call_sid, "From": from_, "To": to, "AccountSid": self.account_sid, "CallStatus": "ringing"}
         assert self._http is not None
         response = await self._http.post(
@@ -176,7 +181,7 @@ class FakeTwilio(RecordingHttpClient):
         if person.outcome != "answer":
             await self._finish(call, person.outcome)
             return
-        call.status = "in-progress"
+        call.status, call.answered_at = "in-progress", time.monotonic()
         await self._status(call, "answered", "in-progress")
         await self._run_twiml(call, twiml)
 
@@ -214,7 +219,9 @@ class FakeTwilio(RecordingHttpClient):
                 return  # the rest runs only after the socket closes; ours never has anything after it
             if verb.tag == "Dial":
                 conference = verb.find("Conference")
-                assert conference is not None, "only <Dial><Conference> is modelled"
+                if conference is None:  # a cold transfer: the party dialled talks to the caller, outside this fake
+                    call.hear(f"dial:{_dialled(verb)}")
+                    return
                 await self._join(call, conference)
                 return
             if verb.tag == "Say":
@@ -304,7 +311,7 @@ class FakeTwilio(RecordingHttpClient):
         room.participants[call.sid] = participant
         call.conference = name
         if "join" in events or room.callbacks:
-            await self._conference_event(room, "participant-join", call)
+            await self._conference_event(room, "participant-join", participant)
         if participant.starts and not room.started:
             room.started = True
             await self._conference_event(room, "conference-start")
@@ -317,39 +324,60 @@ class FakeTwilio(RecordingHttpClient):
         room = self.conferences[name]
         participant = room.participants.pop(call.sid)
         call.conference = None
-        await self._conference_event(room, "participant-leave", call, reason)
+        await self._conference_event(room, "participant-leave", participant, reason)
         if participant.ends or not room.participants:
-            await self._end_conference(room)
+            await self._end_conference(room, participant if participant.ends else None)
 
-    async def _end_conference(self, room: Conference) -> None:
+    async def _end_conference(self, room: Conference, ended_by: Participant | None) -> None:
         room.ended = True
         for other in list(room.participants.values()):
             room.participants.pop(other.call.sid)
             other.call.conference = None
             await self._conference_event(
-                room, "participant-leave", other.call, "participant_with_end_conference_on_exit_left"
+                room, "participant-leave", other, "participant_with_end_conference_on_exit_left"
             )
             await self._finish(other.call, "completed")  # nothing follows their <Dial>
-        await self._conference_event(room, "conference-end")
+        await self._conference_event(room, "conference-end", ended_by=ended_by)
 
     async def _conference_event(
-        self, room: Conference, event: str, call: FakeCall | None = None, reason: str = ""
+        self,
+        room: Conference,
+        event: str,
+        participant: Participant | None = None,
+        reason: str = "",
+        ended_by: Participant | None = None,
     ) -> None:
+        """Post ``event`` with the fields Twilio's docs list for a ``<Conference statusCallback>`` request."""
+        room.sequence += 1
         form = {
             "AccountSid": self.account_sid,
             "ConferenceSid": room.sid,
             "FriendlyName": room.name,
             "StatusCallbackEvent": event,
-            "Timestamp": time.strftime("%a, %d %b %Y %H:%M:%S +0000", time.gmtime()),
+            "SequenceNumber": str(room.sequence),
+            "Timestamp": _now_rfc2822(),
         }
-        if call is not None:
-            form["CallSid"] = call.sid
-            participant_label = room.participants.get(call.sid)
-            if participant_label is not None:
-                form["ParticipantLabel"] = participant_label.label
+        if participant is not None:
+            form |= {
+                "CallSid": participant.call.sid,
+                "Muted": "false",
+                "Hold": "false",
+                "Coaching": "false",
+                "EndConferenceOnExit": str(participant.ends).lower(),
+                "StartConferenceOnEnter": str(participant.starts).lower(),
+            }
+            if participant.label:
+                form["ParticipantLabel"] = participant.label
         if reason:
             form["ReasonParticipantLeft"] = reason
             form["ParticipantCallStatus"] = "in-progress" if reason == "participant_updated_via_api" else "completed"
+        if event == "conference-end":
+            form["ReasonConferenceEnded"] = (
+                "participant-with-end-conference-on-exit-left" if ended_by else "last-participant-left"
+            )
+            if ended_by is not None:
+                form["CallSidEndingConference"] = ended_by.call.sid
+                form["ParticipantLabelEndingConference"] = ended_by.label
         for url in room.callbacks:
             self._callback_queue.put_nowait((url, form))
 
@@ -359,14 +387,20 @@ class FakeTwilio(RecordingHttpClient):
         if call.status_callback and event in call.events:
             form = {
                 "AccountSid": self.account_sid,
+                "ApiVersion": "2010-04-01",
                 "CallSid": call.sid,
                 "CallStatus": status,
                 "From": call.from_,
+                "Caller": call.from_,
                 "To": call.to,
+                "Called": call.to,
                 "Direction": "outbound-api",
                 "CallbackSource": "call-progress-events",
                 "SequenceNumber": str(call.events.index(event)),
+                "Timestamp": _now_rfc2822(),
             }
+            if status in CALL_OVER:  # how long it was answered, in whole seconds (0: never)
+                form["CallDuration"] = str(round(time.monotonic() - call.answered_at) if call.answered_at else 0)
             self._callback_queue.put_nowait((call.status_callback, form))
 
     async def _post_callbacks(self) -> None:
@@ -400,3 +434,14 @@ class FakeTwilio(RecordingHttpClient):
     def created(self) -> list[dict[str, list[str]]]:
         """The ``Calls.json`` create requests, as their form fields."""
         return [r["form"] for r in self.requests if r["url"].endswith("/Calls.json")]
+
+
+def _dialled(dial: ET.Element) -> str:
+    """Whom a ``<Dial>`` rings: its ``<Number>``, ``<Sip>`` or ``<Client>``, or the number written inside it."""
+    target = next(iter(dial), None)
+    return ((target.text if target is not None else dial.text) or "").strip()
+
+
+def _now_rfc2822() -> str:
+    """Now, as Twilio writes a callback's ``Timestamp`` (RFC 2822, UTC)."""
+    return time.strftime("%a, %d %b %Y %H:%M:%S +0000", time.gmtime())

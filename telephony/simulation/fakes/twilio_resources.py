@@ -33,10 +33,13 @@ class FakeCall:
     status: str = "queued"
     status_callback: str | None = None
     events: tuple[str, ...] = ()
+    answered_at: float | None = None
+    """When it was answered (monotonic), for the ``CallDuration`` of its last callback."""
     streams: list[SimulatedCaller] = field(default_factory=list)
     conference: str | None = None
     hearing: str = ""
-    """What the party hears now: ``bot``, ``hold:<wait url>``, ``conference``, ``ringing`` or ``nothing``."""
+    """What the party hears now: ``bot``, ``hold:<wait url>``, ``conference``, ``dial:<whom>`` (a cold transfer),
+    ``ringing`` or ``nothing``."""
     heard: list[tuple[float, str]] = field(default_factory=list)
     """Every change of ``hearing`` with when (monotonic)."""
     said: list[str] = field(default_factory=list)
@@ -74,3 +77,5 @@ class Conference:
     started: bool = False
     ended: bool = False
     callbacks: list[str] = field(default_factory=list)
+    sequence: int = 0
+    """The ``SequenceNumber`` of its last event."""

@@ -5,8 +5,9 @@ calls and ``voicebot setup`` points a number at the bot. The fake transports in 
 HTTP layer; this server keeps that layer (aiohttp, form bodies, basic auth, JSON parsing, error mapping) and
 a real socket, so a test can point ``VOICEBOT_TWILIO_API_URL`` at it and run the bot, a subprocess or the CLI
 exactly as in production, with nothing leaving the machine. It checks what Twilio checks (the account's
-credentials), answers as Twilio answers (call and number resources; 404 / 20404 for a call that is over) and
-writes down every request, unknown ones included, so a test can assert nothing unexpected was asked.
+credentials), refuses (400) a parameter that Twilio's API description does not list for the request
+(``api_description.py``), answers as Twilio answers (call and number resources; 404 / 20404 for a call that is
+over) and writes down every request, unknown ones included, so a test can assert nothing unexpected was asked.
 
 In a test: ``async with LocalTwilioApi(account, token) as twilio:`` then ``twilio.url``, ``twilio.requests``,
 ``twilio.end(call_sid)``. As a process: ``python -m telephony.simulation.local_twilio --account AC...
@@ -35,6 +36,8 @@ from typing import IO, Any
 from aiohttp import web
 
 from telephony.twilio.calls_api import CALL_OVER
+
+from .api_description import twilio_api
 
 API = "/2010-04-01"
 ACCOUNT = rf"{API}/Accounts/(?P<account>AC[0-9a-fA-F]{{32}})"
@@ -206,6 +209,9 @@ class LocalTwilioApi:
             response.headers["WWW-Authenticate"] = 'Basic realm="Twilio API"'
             return response
         path, method = request.path, request.method
+        described = twilio_api().operation(method, path)
+        if described is not None and (unlisted := described.unlisted(request.query.keys(), form)):
+            return _error(400, 20001, "; ".join(unlisted) + " (in Twilio's API description, trimmed copy)")
         for name, pattern in ROUTES.items():
             if (match := pattern.fullmatch(path)) and match["account"] == self.account_sid:
                 handler = getattr(self, f"_{method.lower()}_{name}", None)
