@@ -149,6 +149,8 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "operations/",
         "test_cli.py::test_serve_model_flag_reaches_the_default_agent",
         "simulation/test_local_openai.py::test_voicebot_serve_",
+        "simulation/test_own_agent.py::test_an_async_phone_call_test_runs_",
+        "simulation/test_own_agent.py::test_voicebot_test_finds_mybot_",
         "twilio/test_local_twilio_api.py::test_in_its_own_process_",
     ),
     "browser": ("console/test_console_browser.py", "console/test_console_pages.py"),
@@ -169,6 +171,7 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "bridge/test_long_calls.py",
         "simulation/test_demo.py",
         "simulation/test_long_calls_nova.py",
+        "simulation/test_own_agent.py",
         "simulation/test_scenarios.py",
     ),
 }

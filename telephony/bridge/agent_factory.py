@@ -4,37 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from strands.bidi import BidiAgent
 
 from telephony.call_info import CallInfo
 from telephony.config import AgentSettings, Settings, agent_settings
 
+from .user_code import UserCodeError, import_current_folder, load_target
+
 AgentFactory = Callable[[CallInfo], BidiAgent | Awaitable[BidiAgent]]
 
 
-class AgentFactoryError(RuntimeError):
+class AgentFactoryError(UserCodeError):
     """The factory spec cannot be loaded or did not return a BidiAgent."""
 
 
 def load_agent_factory(spec: str) -> AgentFactory:
-    """Import ``package.module:function``; errors say what to fix."""
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise AgentFactoryError(f"agent factory {spec!r} must look like 'package.module:function'")
+    """Import ``package.module:function`` (the working folder included, as uvicorn does); errors say what to fix."""
+    import_current_folder()
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise AgentFactoryError(f"cannot import {module_name!r} for the agent factory: {error}") from error
-    target: Any = module
-    for part in attribute.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            raise AgentFactoryError(f"module {module_name!r} has no attribute {attribute!r}")
+        target = load_target(spec, "the agent factory")
+    except UserCodeError as error:
+        raise AgentFactoryError(str(error)) from error
     if not callable(target):
         raise AgentFactoryError(f"{spec!r} is not callable: point --agent at a function taking a CallInfo")
     return target  # type: ignore[no-any-return]

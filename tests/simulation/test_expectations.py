@@ -44,15 +44,20 @@ TRANSCRIPT: dict[str, Any] = {
 }
 
 
-def scenario(tmp_path: Path, expect: str) -> Any:
+CALLER = "caller:\n  - say: hi\n"
+TALKS_OVER = "caller:\n  - say: stop\n    over_the_bot_ms: 800\n"
+
+
+def scenario(tmp_path: Path, expect: str, caller: str = CALLER) -> Any:
     path = tmp_path / "s.yaml"
-    path.write_text("caller:\n  - say: hi\nexpect:\n" + expect, encoding="utf-8")
+    path.write_text(caller + "expect:\n" + expect, encoding="utf-8")
     return load_scenario(path)
 
 
-async def findings(tmp_path: Path, expect: str, outcome: CallOutcome | None = None) -> list[str]:
+async def findings(tmp_path: Path, expect: str, outcome: CallOutcome | None = None, caller: str = CALLER) -> list[str]:
     outcome = outcome or CallOutcome(transcript=TRANSCRIPT, records=[], latencies=[0.6, 0.7, 2.5])
-    return [str(finding) for finding in await evaluate(scenario(tmp_path, expect).expect, outcome, PatternJudge())]
+    expectations = scenario(tmp_path, expect, caller).expect
+    return [str(finding) for finding in await evaluate(expectations, outcome, PatternJudge())]
 
 
 async def test_a_call_that_did_what_was_expected_has_no_findings(tmp_path: Path) -> None:
@@ -143,13 +148,13 @@ async def test_barge_in_is_timed_from_the_callers_first_frame_to_the_clear(tmp_p
     outcome = CallOutcome(transcript=TRANSCRIPT, records=records, steps=[step])
     [(_, spoke, cleared, stale)] = barge_ins(outcome)
     assert (spoke, cleared, stale) == (5.0, 5.31, 1)
-    found = await findings(tmp_path, "  barge_in: {clear_within_ms: 200, nothing_stale: true}\n", outcome)
+    found = await findings(tmp_path, "  barge_in: {clear_within_ms: 200, nothing_stale: true}\n", outcome, TALKS_OVER)
     assert "clear came 310 ms after the caller started talking at 5.00 s; expected within 200 ms" in found[0]
     assert "1 frame(s) of the interrupted reply were sent after the clear at 5.31 s" in found[1]
     no_barge = CallOutcome(transcript=TRANSCRIPT, records=records)
     assert (
         "no caller step talks over the bot"
-        in (await findings(tmp_path, "  barge_in: {nothing_stale: true}\n", no_barge))[0]
+        in (await findings(tmp_path, "  barge_in: {nothing_stale: true}\n", no_barge, TALKS_OVER))[0]
     )
 
 

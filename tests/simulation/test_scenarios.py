@@ -152,11 +152,11 @@ def test_local_says_clearly_when_the_factory_builds_another_providers_model(
     code = main(
         ["test", SHORT[0], "--local", "openai", "--agent", "agent.offline:create_agent", "--out", str(tmp_path)]
     )
-    output = capsys.readouterr().out
+    output = capsys.readouterr().err  # refused before any call
     assert code == 1
-    expected = "--local openai plays the brain on the local OpenAI Realtime server, which only OpenAIRealtimeModel"
-    assert expected in output
-    assert "the agent factory built OfflineModel" in output
+    expected = "--local openai plays the brain on the local OpenAI Realtime server, which only "
+    assert expected + "agent.openai.OpenAIRealtime reaches; the agent factory built OfflineModel" in output
+    assert "no call was placed" in output and not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize(

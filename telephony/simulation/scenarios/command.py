@@ -18,9 +18,9 @@ from telephony.config import Settings
 from telephony.recording.format import RecordingError
 from telephony.simulation.scenarios.junit import write_junit
 from telephony.simulation.scenarios.on_local_model import LOCAL_MODELS
+from telephony.simulation.scenarios.preflight import load_scenarios
 from telephony.simulation.scenarios.runner import RunOptions, ScenarioRunner, summary_table, uses_brain
 from telephony.simulation.scenarios.scenario import Scenario, ScenarioError
-from telephony.simulation.scenarios.scenario_file import find_scenarios, load_scenario
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,14 +86,6 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
     if not args.paths:
         print("voicebot test: give scenario files or folders (or --from-recording RECORDING)", file=sys.stderr)
         return 2
-    try:
-        scenarios = [load_scenario(path) for path in find_scenarios(args.paths)]
-    except ScenarioError as error:
-        print(f"voicebot test: {error}", file=sys.stderr)
-        return 1
-    if not scenarios:
-        print(f"voicebot test: no scenario files (*.yaml) in {', '.join(map(str, args.paths))}", file=sys.stderr)
-        return 1
     if args.local_nova and args.local not in (None, "nova"):
         print(f"voicebot test: --local-nova is --local nova, not --local {args.local}: choose one", file=sys.stderr)
         return 2
@@ -109,6 +101,17 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
         text_model=args.text_model,
         local=local,
     )
+    try:
+        checked = asyncio.run(load_scenarios(args.paths, options, settings))
+    except ScenarioError as error:
+        print(_mistakes(error), file=sys.stderr)
+        return 1
+    scenarios = checked.scenarios
+    if not scenarios:
+        print(f"voicebot test: no scenario files (*.yaml) in {', '.join(map(str, args.paths))}", file=sys.stderr)
+        return 1
+    for notice in checked.notices:
+        print(f"voicebot test: {notice}")
     for name in ("telephony", "agent", "strands", "botocore", "websockets", "google_genai"):
         logging.getLogger(name).setLevel(logging.ERROR)  # the runner tells the story (script gaps included)
     print(_header(scenarios, options, settings))
@@ -121,6 +124,13 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
         write_junit(results, args.junit)
         print(f"JUnit XML: {args.junit}")
     return 0 if all(result.passed for result in results) else 1
+
+
+def _mistakes(error: ScenarioError) -> str:
+    """Every mistake, one a line, and that nothing was run."""
+    count = len(error.problems)
+    lines = "\n".join(f"  {problem}" for problem in error.problems)
+    return f"voicebot test: {count} mistake(s) in the scenarios, so no call was placed:\n{lines}"
 
 
 def _header(scenarios: list[Scenario], options: RunOptions, settings: Settings) -> str:

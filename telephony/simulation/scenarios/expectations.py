@@ -9,12 +9,12 @@ verdict can be re-checked from its recording.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import re
-from collections.abc import Mapping
 from typing import Any
 
+from telephony.bridge.user_code import UserCodeError, import_current_folder, load_target
+from telephony.simulation.scenarios.arguments import arguments_match
 from telephony.simulation.scenarios.goal_caller import Judge
 from telephony.simulation.scenarios.outcome import (
     CallOutcome,
@@ -28,13 +28,13 @@ from telephony.simulation.scenarios.outcome import (
 from telephony.simulation.scenarios.scenario import Check, Expectations, Said, Where
 from telephony.simulation.scenarios.timing_checks import barge_ins, check_barge_in, check_duration, check_latency
 
-__all__ = ["CallOutcome", "Finding", "barge_ins", "evaluate", "resolve", "run_check"]
+__all__ = ["CallOutcome", "Finding", "barge_ins", "evaluate", "in_file_order", "resolve", "run_check"]
 
 APOLOGY = re.compile(r"\b(sorry|apologi[sz]e|unfortunately|went wrong|an error|technical (problem|difficult))", re.I)
 
 
 async def evaluate(expect: Expectations, outcome: CallOutcome, judge: Judge | None = None) -> list[Finding]:
-    """Every failed expectation, in the order the scenario lists them."""
+    """Every failed expectation, in the order of the scenario file's lines."""
     findings: list[Finding] = []
     findings += [finding for said in expect.says if (finding := _says(said, outcome))]
     findings += [finding for said in expect.never_says if (finding := _never_says(said, outcome))]
@@ -55,7 +55,12 @@ async def evaluate(expect: Expectations, outcome: CallOutcome, judge: Judge | No
         for verdict in await judge.grade(outcome.conversation(), list(expect.judge_rubric)):
             if not verdict.passed:
                 findings.append(Finding(expect.judge_where, f"judge: {verdict.criterion!r} failed: {verdict.reason}"))
-    return findings
+    return in_file_order(findings)
+
+
+def in_file_order(findings: list[Finding]) -> list[Finding]:
+    """``findings`` by the line of the expectation each is about (those about the whole call first)."""
+    return sorted(findings, key=lambda finding: finding.where.line if finding.where is not None else 0)
 
 
 # --- what the bot said ---------------------------------------------------------------------------------
@@ -98,39 +103,20 @@ def _never_says(said: Said, outcome: CallOutcome) -> Finding | None:
 
 
 def _no_apology(where: Where, outcome: CallOutcome) -> list[Finding]:
-    findings = []
+    """The bot's own apologies (the bridge's, for a failed agent, fail every call: ``call_checks``)."""
     for index, turn in enumerate(outcome.bot_turns):
         if found := APOLOGY.search(turn["text"]):
-            findings.append(
+            return [
                 Finding(
                     where,
                     f"the bot apologised ({found.group(0)!r}) in bot "
                     f"turn {index + 1} (at {turn_time(turn)}): {clip(turn['text'], 160)!r}",
                 )
-            )
-            break
-    for note in outcome.transcript.get("notes") or []:
-        if note.get("note") == "error":
-            findings.append(
-                Finding(where, f"the bridge reported an error at {moment(note.get('t'))}: {note.get('detail')}")
-            )
-    return findings
+            ]
+    return []
 
 
 # --- tools ---------------------------------------------------------------------------------------------
-
-
-def _matches(actual: Any, expected: Any) -> bool:
-    """``expected`` is a subset of ``actual``: mappings key by key, text case-insensitively, numbers by value."""
-    if isinstance(expected, Mapping):
-        return isinstance(actual, Mapping) and all(
-            key in actual and _matches(actual[key], value) for key, value in expected.items()
-        )
-    if isinstance(expected, str) and isinstance(actual, str):
-        return expected.strip().lower() == actual.strip().lower()
-    if isinstance(expected, (int, float)) and not isinstance(expected, bool) and isinstance(actual, str):
-        return actual.strip() == str(expected)
-    return bool(actual == expected)
 
 
 def _tools(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
@@ -140,7 +126,11 @@ def _tools(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
     for wanted in expect.tools:
         start = position if expect.tools_in_order else 0
         named = [index for index in range(start, len(calls)) if calls[index]["name"] == wanted.name]
-        matching = [index for index in named if _matches(calls[index].get("input") or {}, wanted.input)]
+        matching = [
+            index
+            for index in named
+            if arguments_match(calls[index].get("input") or {}, wanted.input, wanted.ordered_lists)
+        ]
         if not matching:
             if named:
                 call = calls[named[0]]
@@ -246,18 +236,16 @@ def _hang_up(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
 
 
 def resolve(spec: str) -> Any:
-    module_name, _, attribute = spec.partition(":")
-    target: Any = importlib.import_module(module_name)
-    for part in attribute.split("."):
-        target = getattr(target, part)
-    return target
+    """The function ``module:function`` names (the working folder importable, as for ``--agent``)."""
+    import_current_folder()
+    return load_target(spec, "the function")
 
 
 async def run_check(check: Check, outcome: CallOutcome) -> str | None:
     """Run ``module:function(outcome, **with)``; an ``AssertionError``, or a returned string or False, fails it."""
     try:
         function = resolve(check.function)
-    except (ImportError, AttributeError) as error:
+    except UserCodeError as error:
         return f"cannot load {check.function}: {error}"
     try:
         if inspect.iscoroutinefunction(function):

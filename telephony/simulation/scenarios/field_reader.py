@@ -1,15 +1,23 @@
-"""Reading a scenario file's fields: typed getters whose every error names the file, the line and the field."""
+"""Reading a scenario file's fields: typed getters whose every error names the file, the line and the field.
+
+A reader collects mistakes instead of stopping at the first: a getter raises :class:`ScenarioError` for the
+value it cannot read, :meth:`FieldReader.attempt` notes it and lets the parser go on with the next field or
+list item, and unknown fields are noted without stopping at all. So one run shows every mistake in a file.
+"""
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from telephony.simulation.scenarios.located_yaml import line_of
 from telephony.simulation.scenarios.scenario import ScenarioError, Where
 
 _SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+T = TypeVar("T")
 
 
 class FieldReader:
@@ -18,9 +26,29 @@ class FieldReader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.file = str(path)
+        self.problems: list[ScenarioError] = []
+        """Every mistake found so far, each naming its file, line and field."""
 
     def fail(self, container: Any, key: str | int | None, name: str, problem: str) -> ScenarioError:
-        return ScenarioError(f"{self.file}:{line_of(container, key)}: {name}: {problem}")
+        line = line_of(container, key)
+        return ScenarioError(f"{self.file}:{line}: {name}: {problem}", line=line)
+
+    def attempt(self, read: Callable[[], T]) -> T | None:
+        """``read()``, or None with its mistake noted (so the parser goes on to the next field)."""
+        try:
+            return read()
+        except ScenarioError as error:
+            self.problems.append(error)
+            return None
+
+    def each(self, items: list[Any], read: Callable[[Any, int], T]) -> list[T]:
+        """``read(item, index)`` for every item that can be read; the others' mistakes are noted."""
+        results = []
+        for index, item in enumerate(items):
+            result = self.attempt(functools.partial(read, item, index))
+            if result is not None:
+                results.append(result)
+        return results
 
     def where(self, container: Any, key: str | int | None, name: str) -> Where:
         return Where(self.file, line_of(container, key), name)
@@ -34,8 +62,10 @@ class FieldReader:
             raise self.fail(container, key, name, f"expected a mapping (key: value lines), got {kind_of(value)}")
         for unknown in value:
             if unknown not in allowed:
-                raise self.fail(
-                    value, unknown, f"{name}.{unknown}", f"unknown field; expected one of {', '.join(allowed)}"
+                self.problems.append(
+                    self.fail(
+                        value, unknown, f"{name}.{unknown}", f"unknown field; expected one of {', '.join(allowed)}"
+                    )
                 )
         return value
 
@@ -75,16 +105,12 @@ class FieldReader:
             raise self.fail(container, key, f"{name}.{key}", f"expected 'package.module:function', got {value!r}")
         return value
 
-    # --- the document -----------------------------------------------------------------------------
-
     def regex(self, container: Any, key: str, name: str) -> re.Pattern[str]:
         text = self.text(container, key, name)
         try:
             return re.compile(text, re.IGNORECASE)
         except re.error as error:
             raise self.fail(container, key, f"{name}.{key}", f"not a regular expression: {error}") from None
-
-    # --- the model's part -------------------------------------------------------------------------
 
 
 def kind_of(value: Any) -> str:

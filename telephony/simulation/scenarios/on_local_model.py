@@ -32,35 +32,52 @@ class LocalModel:
     title: str
     """What the progress lines call the server."""
     model_class: str
-    """strands' model class (module.qualname) the agent's model must be, or derive from."""
+    """The model class (module.qualname) that connects where the environment says, so reaches the server; the
+    agent's model must be it or derive from it."""
     user_class: str
-    """How the error names that class to a user."""
+    """How the error names that class to a user (an importable name)."""
+    strands_class: str
+    """strands' own class of the provider (module.qualname), when it is not ``model_class``."""
+    variable: str
+    """The environment variable pointing the client at the server."""
 
     def is_its_model(self, model: Any) -> bool:
-        return any(f"{kind.__module__}.{kind.__qualname__}" == self.model_class for kind in type(model).__mro__)
+        return _derives(model, self.model_class)
+
+
+def _derives(model: Any, qualified: str) -> bool:
+    return any(f"{kind.__module__}.{kind.__qualname__}" == qualified for kind in type(model).__mro__)
 
 
 LOCAL_MODELS = {
     "nova": LocalModel(
         "nova",
         "local Nova Sonic emulator",
+        "agent.nova.model.NovaSonicModel",
+        "agent.nova.NovaSonicModel",
         "strands.bidi.models.bedrock.BedrockNovaSonicModel",
-        "BedrockNovaSonicModel",
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
     ),
     "openai": LocalModel(
         "openai",
         "local OpenAI Realtime server",
+        "agent.openai.model.OpenAIRealtime",
+        "agent.openai.OpenAIRealtime",
         "strands.bidi.models.openai.realtime.OpenAIRealtimeModel",
-        "OpenAIRealtimeModel",
+        "OPENAI_BASE_URL",
     ),
     "gemini": LocalModel(
         "gemini",
         "local Gemini Live server",
         "strands.bidi.models.google.GoogleGeminiLiveModel",
-        "GoogleGeminiLiveModel",
+        "strands.bidi.models.GoogleGeminiLiveModel",
+        "",
+        "GOOGLE_GEMINI_BASE_URL",
     ),
 }
-"""The ``--local`` choices."""
+"""The ``--local`` choices. strands' Nova and OpenAI clients always dial the public endpoint, so only this
+project's adapters of them (which read the endpoint variables at each start) reach a local server; google-genai
+reads ``GOOGLE_GEMINI_BASE_URL`` itself."""
 
 LOCAL_OPENAI_ENV: dict[str, str | None] = {"OPENAI_ORGANIZATION": None, "OPENAI_PROJECT": None}
 """Nothing that could send the client to another account (the key and base URL are the server's)."""
@@ -75,13 +92,29 @@ LOCAL_GEMINI_ENV: dict[str, str | None] = {
 
 
 def wrong_model(local: LocalModel, model: Any) -> str | None:
-    """Why ``model`` cannot play on ``local``'s server (None: it can)."""
+    """Why ``model`` would not reach ``local``'s server (None: it would), with what to build instead."""
+    build = (
+        f"Build {local.user_class} (strands' model plus the endpoint from {local.variable}), or call "
+        f"agent.models.create_model(settings) in a factory taking `settings` (it is given model={local.name} for "
+        "the run)"
+    )
     if local.is_its_model(model):
+        if getattr(model, "_endpoint", None) is not None:
+            return (
+                f"--local {local.name}: the agent factory built {type(model).__name__} with an explicit endpoint, "
+                f"so it would not connect to the {local.title} (which {local.variable} points at for the run): "
+                "leave `endpoint` out and it is read from the environment at each start"
+            )
         return None
+    if local.strands_class and _derives(model, local.strands_class):
+        return (
+            f"--local {local.name}: the agent factory built strands' {type(model).__name__}, which always dials "
+            f"the provider's public endpoint: it would reach the real service with your credentials, not the "
+            f"{local.title}. {build}."
+        )
     return (
-        f"--local {local.name} plays the brain on the {local.title}, which only {local.user_class} talks to; "
-        f"the agent factory built {type(model).__name__} (the factory must build {local.user_class}: one taking "
-        f"`settings` is given model={local.name} for the run, so agent.models.create_model(settings) builds it)"
+        f"--local {local.name} plays the brain on the {local.title}, which only {local.user_class} reaches; "
+        f"the agent factory built {type(model).__name__}. {build}."
     )
 
 

@@ -19,14 +19,19 @@ Installed with voicebot (a ``pytest11`` entry point), so any project that depend
         assert call.passed, call.report()
 
 Each call is a real call through the app on a loopback port, as ``voicebot test`` places it; its recording and
-its work folder (``setup`` data) are kept under the test's ``tmp_path``. Tests need an async runner
-(pytest-asyncio or anyio); ``phone_call.run(...)`` does the same from a plain test. Nothing heavy is imported
+its work folder (``setup`` data) are kept under the test's ``tmp_path``. An ``async def`` test using the
+fixture runs with pytest alone: when no async plugin (pytest-asyncio, anyio) has taken the test, this plugin
+runs it in an event loop of its own (:func:`pytest_pyfunc_call`), so a project needs no asyncio set-up of its
+own. ``phone_call.run(...)`` does the same from a plain test. The folder pytest runs in is importable, as it is
+for ``voicebot test``, so ``agent="mybot:make_agent"`` finds ``mybot.py`` there. Nothing heavy is imported
 until a test uses the fixture.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,15 +97,19 @@ class PhoneCall:
         self, scenario: str | Path | dict[str, Any], agent: str | None = None, real_model: bool = False
     ) -> PhoneCallResult:
         from telephony.config import load_settings
+        from telephony.simulation.scenarios.preflight import check_scenarios
         from telephony.simulation.scenarios.runner import RunOptions, ScenarioRunner
-        from telephony.simulation.scenarios.scenario_file import load_scenario
+        from telephony.simulation.scenarios.scenario_file import read_scenario
 
         path = self._write(scenario) if isinstance(scenario, dict) else Path(scenario)
-        loaded = load_scenario(path)
         options = RunOptions(
             agent=agent, real_model=real_model, out=self.root / "recordings", workdirs=self.root / "work"
         )
-        result = await ScenarioRunner(load_settings(dotenv=None), options).run_scenario(loaded)
+        settings = load_settings(dotenv=None)
+        checked = await check_scenarios([read_scenario(path)], options, settings)  # every mistake, before the call
+        for notice in checked.notices:
+            warnings.warn(notice, UserWarning, stacklevel=2)
+        result = await ScenarioRunner(settings, options).run_scenario(checked.scenarios[0])
         return PhoneCallResult(result)
 
     def run(
@@ -123,3 +132,19 @@ class PhoneCall:
 def phone_call(tmp_path: Path) -> PhoneCall:
     """Place scenario calls against an agent: see this module's docstring."""
     return PhoneCall(tmp_path / "phone_call")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run an ``async def`` test that uses ``phone_call`` when no async plugin took it (pytest alone cannot).
+
+    pytest-asyncio (its auto mode, or a test marked ``asyncio``) hands pytest a synchronous wrapper by now, and
+    anyio runs tests that take ``anyio_backend``; either way this leaves the test to them."""
+    test = pyfuncitem.obj
+    if "phone_call" not in pyfuncitem.fixturenames or not inspect.iscoroutinefunction(test):
+        return None
+    if "anyio_backend" in pyfuncitem.funcargs:
+        return None
+    arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    asyncio.run(test(**arguments))
+    return True

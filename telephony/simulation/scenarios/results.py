@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from telephony.config import Settings
@@ -99,6 +99,25 @@ def agent_spec(scenario: Scenario, options: RunOptions, settings: Settings) -> s
 
 def uses_brain(scenario: Scenario, options: RunOptions) -> bool:
     return scenario.brain is not None and not options.real_model
+
+
+def run_settings(settings: Settings, scenario: Scenario, options: RunOptions) -> Settings:
+    """The environment's call behaviour on a loopback server with no Twilio account (REST is simulated), and with
+    ``--local MODEL`` that provider's model for the default agent to build."""
+    settings = replace(
+        settings,
+        public_url=None,
+        twilio_account_sid=None,
+        twilio_auth_token=None,
+        host="127.0.0.1",
+        record_dir=None,
+        console=False,
+        greeting=scenario.greeting if scenario.greeting is not None else settings.greeting,
+        prewarm=settings.prewarm and not scenario.parameters,  # a pre-warmed agent never sees them
+    )
+    if options.local_server and uses_brain(scenario, options):
+        settings = replace(settings, model=options.local_server)
+    return settings
 
 
 def progress_line(result: ScenarioResult) -> str:

@@ -20,7 +20,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -38,7 +38,8 @@ from telephony.simulation.caller.voice import Voice
 from telephony.simulation.local_app.loopback import serve_app
 from telephony.simulation.replay.replaying import twilio_form
 from telephony.simulation.replay.report import ReplayReport
-from telephony.simulation.scenarios.expectations import CallOutcome, Finding, evaluate, run_check
+from telephony.simulation.scenarios.call_checks import call_findings
+from telephony.simulation.scenarios.expectations import CallOutcome, Finding, evaluate, in_file_order, run_check
 from telephony.simulation.scenarios.goal_caller import (
     CallerBrain,
     Judge,
@@ -56,6 +57,7 @@ from telephony.simulation.scenarios.results import (
     ScenarioResult,
     agent_spec,
     progress_line,
+    run_settings,
     summary_table,
     uses_brain,
 )
@@ -148,7 +150,9 @@ class ScenarioRunner:
         call = await self._call(scenario, factory, outcome, run)
         if call is None:
             return
-        run.findings = await evaluate(scenario.expect, outcome, self._judge())
+        brain_played = uses_brain(scenario, self.options)
+        found = call_findings(scenario, outcome, brain_played) + await evaluate(scenario.expect, outcome, self._judge())
+        run.findings = in_file_order(found)
         if call.timed_out:
             last = outcome.steps[-1].step.describe() if outcome.steps else "before its first step"
             run.findings.insert(
@@ -167,20 +171,6 @@ class ScenarioRunner:
             return TextModelCaller(scenario.goal, bedrock_text_model(self.options.text_model, self.settings.aws_region))
         return RuleCaller(scenario.goal)
 
-    def _settings(self, scenario: Scenario) -> Settings:
-        """The environment's call behaviour on a loopback server with no Twilio account (REST is simulated)."""
-        return replace(
-            self.settings,
-            public_url=None,
-            twilio_account_sid=None,
-            twilio_auth_token=None,
-            host="127.0.0.1",
-            record_dir=None,
-            console=False,
-            greeting=scenario.greeting if scenario.greeting is not None else self.settings.greeting,
-            prewarm=self.settings.prewarm and not scenario.parameters,  # a pre-warmed agent never sees them
-        )
-
     async def _call(
         self, scenario: Scenario, factory: AgentFactory, outcome: CallOutcome, run: RunResult
     ) -> _Call | None:
@@ -191,9 +181,7 @@ class ScenarioRunner:
         nova_notes: list[str] = []
         mismatch: list[str] = []
 
-        settings = self._settings(scenario)
-        if local is not None:
-            settings = replace(settings, model=local.name)  # the default agent builds that provider's model
+        settings = run_settings(self.settings, scenario, self.options)  # with --local, model=that provider
         factory = with_settings(factory, settings)  # a factory taking `settings` gets the run's (flags included)
 
         async def make_agent(call: CallInfo) -> Any:

@@ -2,8 +2,9 @@
 
 A scenario says who calls and what they do (``caller``), optionally what the model does (``brain``: the
 scripted brain's part, used instead of the agent's model unless ``--real-model``), and what must happen
-(``expect``). Every mistake is reported as ``file:line: field: what is wrong`` before any call is placed.
-See docs/testing.md (Write a scenario) for the whole format.
+(``expect``). Every mistake in every file is reported as ``file:line: field: what is wrong`` before any call
+is placed (``scenario_file``, ``preflight``). Every field: docs/scenarios.md (written from ``call_fields`` and
+``expect_fields``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,25 @@ __all__ = [
 
 
 class ScenarioError(ValueError):
-    """A scenario file is wrong; the message is ``file:line: field: what to fix``."""
+    """Scenario files are wrong: one ``file:line: field: what to fix`` a line, every mistake found, in file order.
+
+    ``line`` is where a single mistake is (for ordering); ``problems`` are the single mistakes of a combined one.
+    """
+
+    def __init__(self, message: str, line: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+        self.problems: tuple[ScenarioError, ...] = (self,)
+
+    @classmethod
+    def of(cls, problems: list[ScenarioError]) -> ScenarioError:
+        """One error for many, each mistake once, in the order given (callers sort by file, then line)."""
+        unique = list({str(problem): problem for problem in problems}.values())
+        if len(unique) == 1:
+            return unique[0]
+        combined = cls("\n".join(str(problem) for problem in unique))
+        combined.problems = tuple(unique)
+        return combined
 
 
 @dataclass(frozen=True)
@@ -114,6 +133,8 @@ class ToolExpectation:
     name: str
     input: Mapping[str, Any]
     where: Where
+    ordered_lists: bool = False
+    """List arguments must be in the same order (otherwise they match as sets)."""
 
 
 @dataclass
@@ -156,9 +177,17 @@ class Scenario:
     recording: Path | None = None
     goal: GoalCaller | None = None
     brain: BrainScript | None = None
+    brain_where: list[Where] = field(default_factory=list)
+    """Where each of ``brain.turns`` is written, for messages."""
     expect: Expectations = field(default_factory=Expectations)
     runs: int = 1
     passes_needed: int = 1
     timeout_s: float = 120.0
     patience_s: float = 10.0
     """How long the caller waits for an answer before going on with its next step anyway."""
+
+    def brain_turn_where(self, index: int) -> Where:
+        """Where brain turn ``index`` is written (the file itself if unknown)."""
+        if index < len(self.brain_where):
+            return self.brain_where[index]
+        return Where(str(self.path), 0, f"brain[{index}]")

@@ -1,84 +1,104 @@
 """Scenario files: finding them and reading one (YAML) into a checked :class:`Scenario`.
 
-Every mistake is reported as ``file:line: field: what is wrong`` before any call is placed.
+Every mistake in a file is reported at once, in the order of the file's lines, as ``file:line: field: what is
+wrong``, before any call is placed: the fields' types and values (declared in ``call_fields`` and
+``expect_fields``), then what one section asks of another (``consistency``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from agent.scripted.brain import TRIGGERS, BrainScript, BrainTurn, ToolStep
-from telephony.simulation.scenarios.field_reader import FieldReader
+from telephony.simulation.scenarios import call_fields as fields
+from telephony.simulation.scenarios.consistency import consistency_problems
+from telephony.simulation.scenarios.expect_reader import ExpectReader
 from telephony.simulation.scenarios.located_yaml import YamlError, load
-from telephony.simulation.scenarios.scenario import (
-    CallerStep,
-    Check,
-    Expectations,
-    GoalCaller,
-    Said,
-    Scenario,
-    ScenarioError,
-    ToolExpectation,
-)
+from telephony.simulation.scenarios.scenario import CallerStep, GoalCaller, Scenario, ScenarioError
 
-__all__ = ["SUFFIXES", "find_scenarios", "load_scenario"]
+__all__ = ["SUFFIXES", "find_scenarios", "load_scenario", "read_scenario"]
 
 SUFFIXES = (".yaml", ".yml")
 _DIGITS = re.compile(r"[0-9*#]+")
+_ACTIONS = ("say", "play", "press", "silence_s", "hang_up")
 
 
 def find_scenarios(paths: Iterable[Path]) -> list[Path]:
-    """Scenario files among ``paths`` (folders are searched recursively, sorted); a missing path is an error."""
+    """Scenario files among ``paths`` (folders are searched recursively, sorted); missing paths are an error."""
     found: list[Path] = []
+    missing: list[ScenarioError] = []
     for path in paths:
         if path.is_dir():
             found.extend(sorted(item for item in path.rglob("*") if item.suffix in SUFFIXES and item.is_file()))
         elif path.is_file():
             found.append(path)
         else:
-            raise ScenarioError(f"{path}: no such file or folder")
+            missing.append(ScenarioError(f"{path}: no such file or folder"))
+    if missing:
+        raise ScenarioError.of(missing)
     return found
 
 
 def load_scenario(path: Path) -> Scenario:
-    """Read and check one scenario file; raises ``ScenarioError`` naming the file, line and field."""
+    """Read and check one scenario file; raises ``ScenarioError`` naming every mistake's line and field."""
+    scenario, problems = read_scenario(path)
+    if problems or scenario is None:
+        raise ScenarioError.of(problems)
+    return scenario
+
+
+def read_scenario(path: Path) -> tuple[Scenario | None, list[ScenarioError]]:
+    """The scenario (None if the file cannot be read as one) and every mistake in it, in line order."""
     try:
         document = load(path)
     except YamlError as error:
-        raise ScenarioError(str(error)) from None
-    return _Parser(path).scenario(document)
+        return None, [ScenarioError(str(error))]
+    parser = _Parser(path)
+    scenario = parser.attempt(lambda: parser.scenario(document))
+    if scenario is not None:
+        parser.problems += consistency_problems(scenario, paired=parser.caller_and_brain_read)
+    return scenario, sorted(parser.problems, key=lambda problem: problem.line)
 
 
-class _Parser(FieldReader):
-    TOP = (
-        "name description agent call greeting setup caller brain expect runs pass_threshold timeout_s patience_s"
-    ).split()
+class _Parser(ExpectReader):
+    caller_and_brain_read = True
+    """No mistake in ``caller`` or ``brain``, so pairing them (``consistency``) compares what was written."""
 
     def scenario(self, document: Any) -> Scenario:
         if document is None:
-            raise ScenarioError(f"{self.file}:1: the file is empty: a scenario needs at least 'caller:'")
-        top = self.mapping(document, document, None, "scenario", self.TOP)
+            raise ScenarioError(f"{self.file}:1: the file is empty: a scenario needs at least 'caller:'", line=1)
+        top = self.mapping(document, document, None, "scenario", fields.SCENARIO.names)
+        scenario = Scenario(path=self.path, name=self.path.stem)
+        before = len(self.problems)
         if "caller" not in top:
-            raise self.fail(top, None, "caller", "is required: what the caller says and does")
-        scenario = Scenario(path=self.path, name=self.text(top, "name", "scenario", self.path.stem))
+            self.problems.append(self.fail(top, None, "caller", "is required: what the caller says and does"))
+        else:
+            self.attempt(lambda: self.caller(top, scenario))
+        if "brain" in top:
+            self.attempt(lambda: self.brain(top["brain"], top, scenario))
+        self.caller_and_brain_read = len(self.problems) == before
+        self.attempt(lambda: self.about(top, scenario))
+        self.attempt(lambda: self.call(top, scenario))
+        setup = self.attempt(lambda: self.sequence(top.get("setup", []), top, "setup", "setup")) or []
+        scenario.setup = self.each(setup, lambda item, index: self.check(item, setup, index, f"setup[{index}]"))
+        if "expect" in top:
+            scenario.expect = self.attempt(lambda: self.expectations(top["expect"], top)) or scenario.expect
+        self.attempt(lambda: self.runs(top, scenario))
+        return scenario
+
+    def about(self, top: dict[str, Any], scenario: Scenario) -> None:
+        scenario.name = self.text(top, "name", "scenario", self.path.stem)
         scenario.description = self.text(top, "description", "scenario", "")
         if "agent" in top:
             scenario.agent = self.spec(top, "agent", "scenario")
         if "greeting" in top:
             scenario.greeting = self.text(top, "greeting", "scenario")
-        self.call(top, scenario)
-        scenario.setup = [
-            self.check(item, top["setup"], index, f"setup[{index}]")
-            for index, item in enumerate(self.sequence(top.get("setup", []), top, "setup", "setup"))
-        ]
-        self.caller(top, scenario)
-        if "brain" in top:
-            scenario.brain = self.brain(top["brain"], top)
-        if "expect" in top:
-            scenario.expect = self.expectations(top["expect"], top)
+
+    def runs(self, top: dict[str, Any], scenario: Scenario) -> None:
         scenario.runs = int(self.number(top, "runs", "scenario", 1, low=1, integer=True))
         threshold = self.number(top, "pass_threshold", "scenario", 1.0)
         if threshold > 1:
@@ -88,12 +108,11 @@ class _Parser(FieldReader):
         scenario.passes_needed = max(1, -(-round(threshold * scenario.runs * 1000) // 1000))
         scenario.timeout_s = self.number(top, "timeout_s", "scenario", 120.0, low=1.0)
         scenario.patience_s = self.number(top, "patience_s", "scenario", 10.0, low=0.5)
-        return scenario
 
     def call(self, top: dict[str, Any], scenario: Scenario) -> None:
         if "call" not in top:
             return
-        call = self.mapping(top["call"], top, "call", "call", ["from", "to", "parameters"])
+        call = self.mapping(top["call"], top, "call", "call", fields.CALL.names)
         scenario.call_from = self.text(call, "from", "call", scenario.call_from)
         scenario.call_to = self.text(call, "to", "call", scenario.call_to)
         if "parameters" in call:
@@ -104,20 +123,13 @@ class _Parser(FieldReader):
                 raise self.fail(call, "parameters", "call.parameters", "expected name: value pairs of text")
             scenario.parameters = {str(k): str(v) for k, v in parameters.items()}
 
-    def check(self, item: Any, container: Any, index: int, name: str) -> Check:
-        entry = self.mapping(item, container, index, name, ["call", "with"])
-        arguments = entry.get("with", {})
-        if not isinstance(arguments, dict):
-            raise self.fail(entry, "with", f"{name}.with", "expected keyword arguments (name: value lines)")
-        return Check(self.spec(entry, "call", name), dict(arguments), self.where(container, index, name))
-
     # --- the caller -------------------------------------------------------------------------------
 
     def caller(self, top: dict[str, Any], scenario: Scenario) -> None:
         value = top["caller"]
         if isinstance(value, dict):
             if "recording" in value:
-                entry = self.mapping(value, top, "caller", "caller", ["recording"])
+                entry = self.mapping(value, top, "caller", "caller", fields.RECORDING_CALLER.names)
                 recording = self.path.parent / self.text(entry, "recording", "caller")
                 if not recording.exists():
                     raise self.fail(entry, "recording", "caller.recording", f"{recording} does not exist")
@@ -128,17 +140,15 @@ class _Parser(FieldReader):
         steps = self.sequence(value, top, "caller", "caller")
         if not steps:
             raise self.fail(top, "caller", "caller", "is empty: give the caller at least one step")
-        scenario.caller = [self.step(item, steps, index) for index, item in enumerate(steps)]
+        scenario.caller = self.each(steps, lambda item, index: self.step(item, steps, index))
 
     def step(self, item: Any, steps: list[Any], index: int) -> CallerStep:
         name = f"caller[{index}]"
         where = self.where(steps, index, name)
         if item == "hang_up":
             return CallerStep("hang_up", where=where)
-        entry = self.mapping(
-            item, steps, index, name, ["say", "play", "press", "silence_s", "hang_up", "over_the_bot_ms", "wait"]
-        )
-        actions = [key for key in ("say", "play", "press", "silence_s", "hang_up") if key in entry]
+        entry = self.mapping(item, steps, index, name, fields.CALLER_STEP.names)
+        actions = [key for key in _ACTIONS if key in entry]
         if len(actions) != 1:
             raise self.fail(steps, index, name, "needs exactly one of say, play, press, silence_s, hang_up")
         wait = self.flag(entry, "wait", name, True)
@@ -149,40 +159,40 @@ class _Parser(FieldReader):
                     entry, "over_the_bot_ms", f"{name}.over_the_bot_ms", "only 'say' or 'play' can talk over the bot"
                 )
             over = int(self.number(entry, "over_the_bot_ms", name, 0, integer=True))
-        action = actions[0]
+        return self.action(
+            actions[0], entry, name, CallerStep(actions[0], over_the_bot_ms=over, wait=wait, where=where)
+        )
+
+    def action(self, action: str, entry: dict[str, Any], name: str, step: CallerStep) -> CallerStep:
         if action == "say":
             text = self.text(entry, "say", name).strip()
             if not text:
                 raise self.fail(entry, "say", f"{name}.say", "is empty: give the words the caller says")
-            return CallerStep("say", text=text, over_the_bot_ms=over, wait=wait, where=where)
+            return replace(step, text=text)
         if action == "play":
             audio = self.path.parent / self.text(entry, "play", name)
             if audio.suffix.lower() != ".wav" or not audio.is_file():
                 raise self.fail(entry, "play", f"{name}.play", f"{audio} is not a WAV file next to the scenario")
-            return CallerStep("play", audio=audio, over_the_bot_ms=over, wait=wait, where=where)
+            return replace(step, audio=audio)
         if action == "press":
             digits = self.text(entry, "press", name)
             if not _DIGITS.fullmatch(digits):
                 raise self.fail(entry, "press", f"{name}.press", f"keypad digits are 0-9, * and #, got {digits!r}")
-            return CallerStep("press", text=digits, wait=wait, where=where)
+            return replace(step, text=digits)
         if action == "silence_s":
-            return CallerStep("silence", seconds=self.number(entry, "silence_s", name, 0.0), wait=False, where=where)
+            return replace(step, kind="silence", seconds=self.number(entry, "silence_s", name, 0.0), wait=False)
         if entry["hang_up"] is not True:
             raise self.fail(entry, "hang_up", f"{name}.hang_up", "write '- hang_up' or 'hang_up: true'")
-        return CallerStep("hang_up", wait=wait, where=where)
+        return step
 
     def goal(self, value: dict[str, Any], top: dict[str, Any]) -> GoalCaller:
-        entry = self.mapping(value, top, "caller", "caller", ["goal", "persona", "opening", "max_turns", "offline"])
+        entry = self.mapping(value, top, "caller", "caller", fields.GOAL_CALLER.names)
         rules: list[tuple[str, str]] = []
         done_when = ""
         if "offline" in entry:
-            offline = self.mapping(entry["offline"], entry, "offline", "caller.offline", ["replies", "done_when"])
-            for index, rule in enumerate(
-                self.sequence(offline.get("replies", []), offline, "replies", "caller.offline.replies")
-            ):
-                name = f"caller.offline.replies[{index}]"
-                rule = self.mapping(rule, offline["replies"], index, name, ["when", "say"])
-                rules.append((self.regex(rule, "when", name).pattern, self.text(rule, "say", name)))
+            offline = self.mapping(entry["offline"], entry, "offline", "caller.offline", fields.GOAL_OFFLINE.names)
+            replies = self.sequence(offline.get("replies", []), offline, "replies", "caller.offline.replies")
+            rules = self.each(replies, lambda rule, index: self.reply(rule, replies, index))
             if "done_when" in offline:
                 done_when = self.regex(offline, "done_when", "caller.offline").pattern
         return GoalCaller(
@@ -194,22 +204,28 @@ class _Parser(FieldReader):
             done_when=done_when,
         )
 
-    def brain(self, value: Any, top: dict[str, Any]) -> BrainScript:
+    def reply(self, rule: Any, replies: list[Any], index: int) -> tuple[str, str]:
+        name = f"caller.offline.replies[{index}]"
+        entry = self.mapping(rule, replies, index, name, fields.OFFLINE_REPLY.names)
+        return self.regex(entry, "when", name).pattern, self.text(entry, "say", name)
+
+    # --- the model's part -------------------------------------------------------------------------
+
+    def brain(self, value: Any, top: dict[str, Any], scenario: Scenario) -> None:
         otherwise = ""
         if isinstance(value, dict):
-            value = self.mapping(value, top, "brain", "brain", ["turns", "otherwise"])
+            value = self.mapping(value, top, "brain", "brain", fields.BRAIN.names)
             otherwise = self.text(value, "otherwise", "brain", "")
-            container, value = value, value.get("turns", [])
-            turns = self.sequence(value, container, "turns", "brain.turns")
+            turns = self.sequence(value.get("turns", []), value, "turns", "brain.turns")
         else:
             turns = self.sequence(value, top, "brain", "brain")
-        return BrainScript(tuple(self.brain_turn(item, turns, index) for index, item in enumerate(turns)), otherwise)
+        read = self.each(turns, lambda item, index: (self.brain_turn(item, turns, index), index))
+        scenario.brain = BrainScript(tuple(turn for turn, _ in read), otherwise)
+        scenario.brain_where = [self.where(turns, index, f"brain[{index}]") for _, index in read]
 
     def brain_turn(self, item: Any, turns: list[Any], index: int) -> BrainTurn:
         name = f"brain[{index}]"
-        entry = self.mapping(
-            item, turns, index, name, ["on", "key", "contains", "heard", "tools", "say", "then", "if_unavailable"]
-        )
+        entry = self.mapping(item, turns, index, name, fields.BRAIN_TURN.names)
         on = self.text(entry, "on", name)
         if on not in TRIGGERS:
             raise self.fail(entry, "on", f"{name}.on", f"expected one of {', '.join(TRIGGERS)}, got {on!r}")
@@ -217,6 +233,8 @@ class _Parser(FieldReader):
             raise self.fail(
                 entry, "on", f"{name}.contains", "an 'on: text' turn needs 'contains:' (text the input holds)"
             )
+        if "heard" in entry and on != "caller":
+            raise self.fail(entry, "heard", f"{name}.heard", f"only 'on: caller' turns hear the caller, not 'on: {on}'")
         if not any(key in entry for key in ("say", "tools", "then")):
             raise self.fail(turns, index, name, "does nothing: give it say, tools or then")
         return BrainTurn(
@@ -231,160 +249,14 @@ class _Parser(FieldReader):
         )
 
     def tool_steps(self, entry: dict[str, Any], key: str, name: str) -> tuple[ToolStep, ...]:
-        steps = []
-        for index, item in enumerate(self.sequence(entry.get(key, []), entry, key, f"{name}.{key}")):
-            field_name = f"{name}.{key}[{index}]"
-            if isinstance(item, str):
-                steps.append(ToolStep(item))
-                continue
-            tool = self.mapping(item, entry[key], index, field_name, ["name", "input"])
-            arguments = tool.get("input", {})
-            if not isinstance(arguments, dict):
-                raise self.fail(
-                    tool, "input", f"{field_name}.input", "expected the tool's arguments (name: value lines)"
-                )
-            steps.append(ToolStep(self.text(tool, "name", field_name), dict(arguments)))
-        return tuple(steps)
+        items = self.sequence(entry.get(key, []), entry, key, f"{name}.{key}")
+        return tuple(self.each(items, lambda item, index: self.tool_step(item, items, index, f"{name}.{key}[{index}]")))
 
-    # --- expectations -----------------------------------------------------------------------------
-
-    EXPECT = (
-        "bot_says bot_never_says no_apology tools tools_in_order no_tools transfer hang_up barge_in latency "
-        "duration checks judge"
-    ).split()
-
-    def expectations(self, value: Any, top: dict[str, Any]) -> Expectations:
-        entry = self.mapping(value, top, "expect", "expect", self.EXPECT)
-        expect = Expectations()
-        for index, item in enumerate(self.sequence(entry.get("bot_says", []), entry, "bot_says", "expect.bot_says")):
-            expect.says.append(self.said(item, entry["bot_says"], index, f"expect.bot_says[{index}]"))
-        for index, item in enumerate(
-            self.sequence(entry.get("bot_never_says", []), entry, "bot_never_says", "expect.bot_never_says")
-        ):
-            expect.never_says.append(self.said(item, entry["bot_never_says"], index, f"expect.bot_never_says[{index}]"))
-        if self.flag(entry, "no_apology", "expect", False):
-            expect.no_apology = self.where(entry, "no_apology", "expect.no_apology")
-        for index, item in enumerate(self.sequence(entry.get("tools", []), entry, "tools", "expect.tools")):
-            name = f"expect.tools[{index}]"
-            if isinstance(item, str):
-                item = {"name": item}
-            tool = self.mapping(item, entry["tools"], index, name, ["name", "input"])
-            arguments = tool.get("input", {})
-            if not isinstance(arguments, dict):
-                raise self.fail(tool, "input", f"{name}.input", "expected the arguments to match (name: value lines)")
-            expect.tools.append(
-                ToolExpectation(self.text(tool, "name", name), dict(arguments), self.where(entry["tools"], index, name))
-            )
-        expect.tools_in_order = self.flag(entry, "tools_in_order", "expect", True)
-        if "tools" in entry:
-            expect.tools_where = self.where(entry, "tools", "expect.tools")
-        for index, item in enumerate(self.sequence(entry.get("no_tools", []), entry, "no_tools", "expect.no_tools")):
-            if not isinstance(item, str):
-                raise self.fail(entry["no_tools"], index, f"expect.no_tools[{index}]", "expected a tool name")
-            expect.no_tools.append((item, self.where(entry["no_tools"], index, f"expect.no_tools[{index}]")))
-        if "transfer" in entry:
-            transfer = entry["transfer"]
-            if not isinstance(transfer, (bool, str)):
-                raise self.fail(entry, "transfer", "expect.transfer", "expected true, false or the destination")
-            expect.transfer = (transfer, self.where(entry, "transfer", "expect.transfer"))
-        self.hang_up(entry, expect)
-        self.barge_in(entry, expect)
-        self.latency(entry, expect)
-        if "duration" in entry:
-            duration = self.mapping(entry["duration"], entry, "duration", "expect.duration", ["max_s", "min_s"])
-            if "max_s" in duration:
-                expect.duration_max_s = (
-                    self.number(duration, "max_s", "expect.duration", 0),
-                    self.where(duration, "max_s", "expect.duration.max_s"),
-                )
-            if "min_s" in duration:
-                expect.duration_min_s = (
-                    self.number(duration, "min_s", "expect.duration", 0),
-                    self.where(duration, "min_s", "expect.duration.min_s"),
-                )
-        checks = self.sequence(entry.get("checks", []), entry, "checks", "expect.checks")
-        expect.checks = [
-            self.check(item, checks, index, f"expect.checks[{index}]") for index, item in enumerate(checks)
-        ]
-        if "judge" in entry:
-            self.judge(entry, expect)
-        return expect
-
-    def said(self, item: Any, container: Any, index: int, name: str) -> Said:
+    def tool_step(self, item: Any, items: list[Any], index: int, name: str) -> ToolStep:
         if isinstance(item, str):
-            item = {"contains": item}
-            entry: dict[str, Any] = item
-        else:
-            entry = self.mapping(item, container, index, name, ["contains", "matches", "turn"])
-        if ("contains" in entry) == ("matches" in entry):
-            raise self.fail(container, index, name, "needs one of contains (text) or matches (a regular expression)")
-        turn = None
-        if "turn" in entry:
-            turn = int(self.number(entry, "turn", name, 1, low=1, integer=True))
-        where = self.where(container, index, name)
-        if "matches" in entry:
-            pattern = self.regex(entry, "matches", name)
-            return Said(pattern, pattern.pattern, True, turn, where)
-        text = self.text(entry, "contains", name)
-        return Said(re.compile(re.escape(text), re.IGNORECASE), text, False, turn, where)
-
-    def hang_up(self, entry: dict[str, Any], expect: Expectations) -> None:
-        if "hang_up" not in entry:
-            return
-        hang_up = self.mapping(entry["hang_up"], entry, "hang_up", "expect.hang_up", ["by", "within_s"])
-        if "by" in hang_up:
-            by = self.text(hang_up, "by", "expect.hang_up")
-            if by not in ("bot", "caller", "server"):
-                raise self.fail(hang_up, "by", "expect.hang_up.by", f"expected bot, caller or server, got {by!r}")
-            expect.hang_up_by = (by, self.where(hang_up, "by", "expect.hang_up.by"))
-        if "within_s" in hang_up:
-            expect.hang_up_within_s = (
-                self.number(hang_up, "within_s", "expect.hang_up", 0),
-                self.where(hang_up, "within_s", "expect.hang_up.within_s"),
-            )
-
-    def barge_in(self, entry: dict[str, Any], expect: Expectations) -> None:
-        if "barge_in" not in entry:
-            return
-        barge = self.mapping(
-            entry["barge_in"], entry, "barge_in", "expect.barge_in", ["clear_within_ms", "nothing_stale"]
-        )
-        if "clear_within_ms" in barge:
-            expect.clear_within_ms = (
-                self.number(barge, "clear_within_ms", "expect.barge_in", 0),
-                self.where(barge, "clear_within_ms", "expect.barge_in.clear_within_ms"),
-            )
-        if self.flag(barge, "nothing_stale", "expect.barge_in", False):
-            expect.nothing_stale = self.where(barge, "nothing_stale", "expect.barge_in.nothing_stale")
-
-    def latency(self, entry: dict[str, Any], expect: Expectations) -> None:
-        if "latency" not in entry:
-            return
-        latency = self.mapping(
-            entry["latency"], entry, "latency", "expect.latency", ["turn_max_s", "p50_max_s", "max_s"]
-        )
-        for key, attribute in (
-            ("turn_max_s", "turn_latency_max_s"),
-            ("p50_max_s", "latency_p50_max_s"),
-            ("max_s", "latency_max_s"),
-        ):
-            if key in latency:
-                setattr(
-                    expect,
-                    attribute,
-                    (self.number(latency, key, "expect.latency", 0), self.where(latency, key, f"expect.latency.{key}")),
-                )
-
-    def judge(self, entry: dict[str, Any], expect: Expectations) -> None:
-        judge = self.mapping(entry["judge"], entry, "judge", "expect.judge", ["rubric"])
-        rubric = []
-        items = self.sequence(judge.get("rubric", []), judge, "rubric", "expect.judge.rubric")
-        for index, item in enumerate(items):
-            name = f"expect.judge.rubric[{index}]"
-            criterion = self.mapping(item, items, index, name, ["criterion", "offline"])
-            offline = self.regex(criterion, "offline", name).pattern if "offline" in criterion else ""
-            rubric.append((self.text(criterion, "criterion", name), offline))
-        if not rubric:
-            raise self.fail(entry, "judge", "expect.judge.rubric", "give at least one criterion")
-        expect.judge_rubric = tuple(rubric)
-        expect.judge_where = self.where(entry, "judge", "expect.judge")
+            return ToolStep(item)
+        tool = self.mapping(item, items, index, name, fields.TOOL_CALL.names)
+        arguments = tool.get("input", {})
+        if not isinstance(arguments, dict):
+            raise self.fail(tool, "input", f"{name}.input", "expected the tool's arguments (name: value lines)")
+        return ToolStep(self.text(tool, "name", name), dict(arguments))

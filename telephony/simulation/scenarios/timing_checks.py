@@ -15,14 +15,7 @@ from telephony.simulation.scenarios.scenario_caller import StepLog
 def barge_ins(outcome: CallOutcome) -> list[tuple[StepLog, float | None, float | None, int]]:
     """For each step that talked over the bot: (step, when its speech reached the bridge, when ``clear`` went out,
     frames of the interrupted reply sent after the clear), in the recording's time."""
-    arrivals: dict[int, float] = {}
-    for record in outcome.records:
-        message = record.get("message")
-        if record.get("kind") == "twilio_in" and isinstance(message, dict) and message.get("event") == "media":
-            try:
-                arrivals.setdefault(int(message["media"]["timestamp"]), float(record["t"]))
-            except (KeyError, TypeError, ValueError):
-                continue
+    arrivals = arrival_times(outcome)
     results = []
     for step in outcome.steps:
         if step.step.over_the_bot_ms is None:
@@ -32,6 +25,19 @@ def barge_ins(outcome: CallOutcome) -> list[tuple[StepLog, float | None, float |
         stale = _stale_frames(outcome.records, cleared) if cleared is not None else 0
         results.append((step, spoke, cleared, stale))
     return results
+
+
+def arrival_times(outcome: CallOutcome) -> dict[int, float]:
+    """When each caller frame (by its media ``timestamp``) reached the bridge, in the recording's time."""
+    arrivals: dict[int, float] = {}
+    for record in outcome.records:
+        message = record.get("message")
+        if record.get("kind") == "twilio_in" and isinstance(message, dict) and message.get("event") == "media":
+            try:
+                arrivals.setdefault(int(message["media"]["timestamp"]), float(record["t"]))
+            except (KeyError, TypeError, ValueError):
+                continue
+    return arrivals
 
 
 def _first_clear_after(records: list[dict[str, Any]], t: float) -> float | None:
