@@ -283,12 +283,16 @@ class SimulatedCaller:
         )
 
     async def stream(self, ulaw: bytes, realtime: bool = True) -> None:
-        """Caller audio in 20 ms frames, paced like a phone line (scaled by ``speed``)."""
+        """Caller audio in 20 ms frames, paced like a phone line (scaled by ``speed``); it stops where the line
+        closes, whether that is seen before a frame or by the frame's send."""
         started = time.monotonic()
         for index, offset in enumerate(range(0, len(ulaw) - FRAME_BYTES + 1, FRAME_BYTES)):
             if self.closed.is_set():
                 return
-            await self.media(ulaw[offset : offset + FRAME_BYTES])
+            try:
+                await self.media(ulaw[offset : offset + FRAME_BYTES])
+            except websockets.ConnectionClosed:
+                return
             if realtime:
                 due = started + (index + 1) * FRAME_SECONDS / self.speed
                 await asyncio.sleep(max(0.0, due - time.monotonic()))
