@@ -12,6 +12,7 @@ from typing import Any
 
 from agent.scripted.brain import TRIGGERS, BrainScript, BrainTurn, ToolStep
 from telephony.simulation.scenarios.field_reader import FieldReader
+from telephony.simulation.scenarios.line_field import read_line
 from telephony.simulation.scenarios.located_yaml import YamlError, load
 from telephony.simulation.scenarios.scenario import (
     CallerStep,
@@ -54,7 +55,7 @@ def load_scenario(path: Path) -> Scenario:
 
 class _Parser(FieldReader):
     TOP = (
-        "name description agent call greeting setup caller brain expect runs pass_threshold timeout_s patience_s"
+        "name description agent call greeting setup caller brain expect runs pass_threshold timeout_s patience_s line"
     ).split()
 
     def scenario(self, document: Any) -> Scenario:
@@ -88,6 +89,8 @@ class _Parser(FieldReader):
         scenario.passes_needed = max(1, -(-round(threshold * scenario.runs * 1000) // 1000))
         scenario.timeout_s = self.number(top, "timeout_s", "scenario", 120.0, low=1.0)
         scenario.patience_s = self.number(top, "patience_s", "scenario", 10.0, low=0.5)
+        if "line" in top:
+            scenario.line = read_line(self, top, "line")
         return scenario
 
     def call(self, top: dict[str, Any], scenario: Scenario) -> None:
@@ -250,7 +253,7 @@ class _Parser(FieldReader):
 
     EXPECT = (
         "bot_says bot_never_says no_apology tools tools_in_order no_tools transfer hang_up barge_in latency "
-        "duration checks judge"
+        "duration checks judge keys"
     ).split()
 
     def expectations(self, value: Any, top: dict[str, Any]) -> Expectations:
@@ -288,6 +291,11 @@ class _Parser(FieldReader):
                 raise self.fail(entry, "transfer", "expect.transfer", "expected true, false or the destination")
             expect.transfer = (transfer, self.where(entry, "transfer", "expect.transfer"))
         self.hang_up(entry, expect)
+        if "keys" in entry:
+            keys = self.text(entry, "keys", "expect")
+            if not _DIGITS.fullmatch(keys):
+                raise self.fail(entry, "keys", "expect.keys", f"keypad digits are 0-9, * and #, got {keys!r}")
+            expect.keys = (keys, self.where(entry, "keys", "expect.keys"))
         self.barge_in(entry, expect)
         self.latency(entry, expect)
         if "duration" in entry:
@@ -347,15 +355,24 @@ class _Parser(FieldReader):
         if "barge_in" not in entry:
             return
         barge = self.mapping(
-            entry["barge_in"], entry, "barge_in", "expect.barge_in", ["clear_within_ms", "nothing_stale"]
+            entry["barge_in"],
+            entry,
+            "barge_in",
+            "expect.barge_in",
+            ["clear_within_ms", "nothing_stale", "max_false_clears"],
         )
+        if "max_false_clears" in barge:
+            expect.barge_in.max_false_clears = (
+                int(self.number(barge, "max_false_clears", "expect.barge_in", 0, integer=True)),
+                self.where(barge, "max_false_clears", "expect.barge_in.max_false_clears"),
+            )
         if "clear_within_ms" in barge:
-            expect.clear_within_ms = (
+            expect.barge_in.clear_within_ms = (
                 self.number(barge, "clear_within_ms", "expect.barge_in", 0),
                 self.where(barge, "clear_within_ms", "expect.barge_in.clear_within_ms"),
             )
         if self.flag(barge, "nothing_stale", "expect.barge_in", False):
-            expect.nothing_stale = self.where(barge, "nothing_stale", "expect.barge_in.nothing_stale")
+            expect.barge_in.nothing_stale = self.where(barge, "nothing_stale", "expect.barge_in.nothing_stale")
 
     def latency(self, entry: dict[str, Any], expect: Expectations) -> None:
         if "latency" not in entry:

@@ -4,6 +4,7 @@ latency, and call duration. Read from the caller's step log and the call's ``eve
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from typing import Any
 
@@ -23,15 +24,22 @@ def barge_ins(outcome: CallOutcome) -> list[tuple[StepLog, float | None, float |
                 arrivals.setdefault(int(message["media"]["timestamp"]), float(record["t"]))
             except (KeyError, TypeError, ValueError):
                 continue
+    stamps = sorted(arrivals)
     results = []
     for step in outcome.steps:
         if step.step.over_the_bot_ms is None:
             continue
-        spoke = arrivals.get(step.timestamp) if step.timestamp is not None else None
+        spoke = _first_arrival(arrivals, stamps, step.timestamp) if step.timestamp is not None else None
         cleared = _first_clear_after(outcome.records, spoke) if spoke is not None else None
         stale = _stale_frames(outcome.records, cleared) if cleared is not None else 0
         results.append((step, spoke, cleared, stale))
     return results
+
+
+def _first_arrival(arrivals: dict[int, float], stamps: list[int], timestamp: int) -> float | None:
+    """When the step's first frame reached the bridge; on a lossy line, the first of its frames that did."""
+    index = bisect.bisect_left(stamps, timestamp)
+    return arrivals[stamps[index]] if index < len(stamps) and stamps[index] - timestamp < 1000 else None
 
 
 def _first_clear_after(records: list[dict[str, Any]], t: float) -> float | None:

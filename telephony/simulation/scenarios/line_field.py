@@ -1,0 +1,94 @@
+"""The ``line:`` field of a scenario (and ``voicebot test --line``): how bad the phone line is.
+
+::
+
+    line:
+      noise: {kind: babble, level_dbfs: -35}   # white | babble | hum, RMS level in dBFS
+      packet_loss: 0.03                         # the share of caller packets lost
+      jitter_ms: 60                             # each packet up to this late, in order
+      loudness: quiet                           # quiet | clipping | normal, or a gain in dB
+      voice: en-gb+m3                           # the caller's espeak-ng voice
+      seed: 7                                   # another seed, another (reproducible) line
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from telephony.simulation.caller.line_conditions import LOUDNESS_DB, NOISE_KINDS, LineConditions, Noise
+from telephony.simulation.scenarios.field_reader import FieldReader, kind_of
+from telephony.simulation.scenarios.scenario import ScenarioError
+
+__all__ = ["LINE_FIELDS", "line_from_option", "read_line"]
+
+LINE_FIELDS = ["noise", "packet_loss", "jitter_ms", "loudness", "voice", "seed"]
+
+
+def read_line(reader: FieldReader, container: Any, key: str) -> LineConditions:
+    """``container[key]`` read as line conditions; every mistake names the file, the line and the field."""
+    entry = reader.mapping(container[key], container, key, key, LINE_FIELDS)
+    return LineConditions(
+        noise=_noise(reader, entry, key) if "noise" in entry else None,
+        packet_loss=_share(reader, entry, key) if "packet_loss" in entry else None,
+        jitter_ms=reader.number(entry, "jitter_ms", key, 0.0) if "jitter_ms" in entry else None,
+        loudness_db=_loudness(reader, entry, key) if "loudness" in entry else None,
+        voice=reader.text(entry, "voice", key) if "voice" in entry else None,
+        seed=int(reader.number(entry, "seed", key, 0, integer=True)) if "seed" in entry else None,
+    )
+
+
+def _noise(reader: FieldReader, entry: dict[str, Any], name: str) -> Noise:
+    noise = reader.mapping(entry["noise"], entry, "noise", f"{name}.noise", ["kind", "level_dbfs"])
+    kind = reader.text(noise, "kind", f"{name}.noise")
+    if kind not in NOISE_KINDS:
+        raise reader.fail(
+            noise, "kind", f"{name}.noise.kind", f"expected one of {', '.join(NOISE_KINDS)}, got {kind!r}"
+        )
+    if "level_dbfs" not in noise:
+        raise reader.fail(noise, None, f"{name}.noise.level_dbfs", "is required: the noise's level, e.g. -40 (dBFS)")
+    level = reader.number(noise, "level_dbfs", f"{name}.noise", 0.0, low=-100.0)
+    if level > 0:
+        raise reader.fail(noise, "level_dbfs", f"{name}.noise.level_dbfs", f"is at most 0 (full scale), got {level:g}")
+    return Noise(kind, level)
+
+
+def _share(reader: FieldReader, entry: dict[str, Any], name: str) -> float:
+    share = reader.number(entry, "packet_loss", name, 0.0)
+    if share >= 1:
+        raise reader.fail(entry, "packet_loss", f"{name}.packet_loss", f"is a share below 1 (0.05: 5%), got {share:g}")
+    return share
+
+
+def _loudness(reader: FieldReader, entry: dict[str, Any], name: str) -> float:
+    value = entry["loudness"]
+    if isinstance(value, str) and value in LOUDNESS_DB:
+        return LOUDNESS_DB[value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and -60 <= value <= 40:
+        return float(value)
+    raise reader.fail(
+        entry,
+        "loudness",
+        f"{name}.loudness",
+        f"expected {', '.join(LOUDNESS_DB)} or a gain in dB from -60 to 40, got {kind_of(value)}",
+    )
+
+
+def line_from_option(text: str) -> LineConditions:
+    """``voicebot test --line``: a YAML file of line conditions, or the same written inline
+    (``--line "{noise: {kind: white, level_dbfs: -40}, packet_loss: 0.02}"``)."""
+    path = Path(text)
+    source = text
+    try:
+        if path.suffix in (".yaml", ".yml") and path.is_file():
+            source = path.read_text(encoding="utf-8")
+        document = yaml.safe_load(source)
+    except (OSError, yaml.YAMLError) as error:
+        raise ScenarioError(f"--line: cannot read {text!r}: {error}") from None
+    reader = FieldReader(Path(text if source is not text else "--line"))
+    try:
+        return read_line(reader, {"line": document}, "line")
+    except ScenarioError as error:  # no line numbers outside a located file
+        raise ScenarioError(str(error).replace(f"{reader.file}:0:", f"{reader.file}:", 1)) from None
