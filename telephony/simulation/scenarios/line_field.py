@@ -80,14 +80,12 @@ def line_from_option(text: str) -> LineConditions:
     """``voicebot test --line``: a YAML file of line conditions, or the same written inline
     (``--line "{noise: {kind: white, level_dbfs: -40}, packet_loss: 0.02}"``)."""
     path = Path(text)
-    source = text
+    in_file = path.suffix in (".yaml", ".yml") and path.is_file()
     try:
-        if path.suffix in (".yaml", ".yml") and path.is_file():
-            source = path.read_text(encoding="utf-8")
-        document = yaml.safe_load(source)
+        document = yaml.safe_load(path.read_text(encoding="utf-8") if in_file else text)
     except (OSError, yaml.YAMLError) as error:
         raise ScenarioError(f"--line: cannot read {text!r}: {error}") from None
-    reader = FieldReader(Path(text if source is not text else "--line"))
+    reader = FieldReader(path if in_file else Path("--line"))
     try:
         return read_line(reader, {"line": document}, "line")
     except ScenarioError as error:  # no line numbers outside a located file

@@ -278,9 +278,7 @@ class ScenarioRunner:
             return None
         folder = recorders[-1].folder
         run.recording = folder
-        spec = agent_spec(scenario, self.options, self.settings)
-        setup = [(check.function, check.arguments) for check in scenario.setup]
-        await asyncio.to_thread(write_origin, folder, scenario.path, scenario.name, spec, setup)
+        await self._note_origin(folder, scenario)
         try:
             outcome.recording = folder
             outcome.records = (await asyncio.to_thread(Recording.load, folder)).records
@@ -292,6 +290,17 @@ class ScenarioRunner:
             return None
         run.call_s = outcome.duration_s
         return call
+
+    async def _note_origin(self, folder: Path, scenario: Scenario) -> None:
+        """``scenario.json`` beside the recording, for ``--from-recording``; a failure to write it fails nothing."""
+        spec = agent_spec(scenario, self.options, self.settings)
+        setup = [(check.function, check.arguments) for check in scenario.setup]
+        try:
+            await asyncio.to_thread(write_origin, folder, scenario.path, scenario.name, spec, setup)
+        except OSError as error:
+            log.warning(
+                "cannot note the scenario beside %s (%s): --from-recording will not know its set-up", folder, error
+            )
 
     async def _perform(self, scenario: Scenario, performer: ScenarioCaller, tap: LiveTranscript) -> None:
         if scenario.recording is not None:
