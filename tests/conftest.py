@@ -173,6 +173,9 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "simulation/test_long_calls_nova.py",
         "simulation/test_own_agent.py",
         "simulation/test_scenarios.py",
+        "simulation/test_scenario_jobs.py",
+        "simulation/test_noisy_line.py",
+        "simulation/test_scenario_from_recording.py",
     ),
 }
 """Test ids under tests/ (prefixes) for each marker in pyproject.toml; tests using a local model server's fixture

@@ -48,7 +48,7 @@ def test_every_mistake_in_a_file_is_reported_at_once_in_line_order(tmp_path: Pat
     _, problems = read_scenario(path)
     found = [str(problem) for problem in problems]
     assert [problem.line for problem in problems] == [2, 6, 6, 10, 11], found
-    top = "name description agent call greeting setup caller brain expect runs pass_threshold timeout_s patience_s"
+    top = "name description agent call greeting setup caller brain expect runs pass_threshold timeout_s patience_s line"
     assert found[0] == f"{path}:2: scenario.colour: unknown field; expected one of " + ", ".join(top.split())
     assert f"{path}:6: brain[0].heard: 'Goodbye.' is not what 'on: caller' turn 1 answers: caller[0] says" in " ".join(
         found

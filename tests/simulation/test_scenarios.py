@@ -11,7 +11,7 @@ import pytest
 from telephony.cli import main
 from telephony.recording.call_library import CallLibrary
 from telephony.simulation.pytest_plugin import PhoneCall
-from telephony.simulation.replay.from_recording import scenario_from_recording
+from telephony.simulation.replay.from_recording import write_scenario_from_recording
 from telephony.simulation.scenarios.scenario_file import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "examples" / "clinic" / "scenarios"
@@ -99,9 +99,10 @@ def test_a_recorded_call_becomes_a_scenario_to_edit(passing_run: tuple[int, str,
         path for path in (folder / "recordings").iterdir() if "transfer" in (path / "transcript.json").read_text()
     )
     target = tmp_path / "from_call.yaml"
-    target.write_text(scenario_from_recording(recording, target), encoding="utf-8")
+    caller = write_scenario_from_recording(recording, target)
     scenario = load_scenario(target)
-    assert scenario.recording == (recording / "events.jsonl").resolve() or scenario.recording is not None
+    assert scenario.recording == caller == tmp_path / "from_call.caller.jsonl"  # beside it, not in recordings/
+    assert scenario.agent == "examples.clinic.agent:create_agent"
     assert scenario.brain is not None and [turn.on for turn in scenario.brain.turns] == ["greeting", "caller"]
     assert scenario.brain.turns[1].then[0].name == "transfer_call"
     assert [tool.name for tool in scenario.expect.tools] == ["transfer_call"]

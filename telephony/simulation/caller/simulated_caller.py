@@ -29,6 +29,7 @@ from twilio.request_validator import RequestValidator
 
 from telephony.bridge.observer import CallObserver
 from telephony.codec import FRAME_BYTES, FRAME_SECONDS
+from telephony.simulation.caller.line_conditions import ImpairedLine
 from telephony.twilio.security import public_url_for
 
 ULAW_SILENCE = b"\xff" * FRAME_BYTES
@@ -48,6 +49,8 @@ class Heard:
 
     at: float
     payload: bytes
+    timestamp: int | None = None
+    """For a frame sent: its media ``timestamp`` (ms of stream time), which the bridge's recording also holds."""
 
 
 # --- the webhook half --------------------------------------------------------------------------------
@@ -187,6 +190,8 @@ class SimulatedCaller:
     tap: CallObserver | None = None
     """Sees every message as the bridge would (``twilio_received``: we sent it; ``twilio_sent``: we got it),
     so a :class:`~telephony.recording.recorder.CallRecorder` records the call from the caller's side."""
+    line: ImpairedLine | None = None
+    """A bad line between this caller and the bridge (noise, lost and late packets); None: a clean one."""
 
     received: list[Received] = field(default_factory=list)
     heard: list[Heard] = field(default_factory=list)
@@ -194,7 +199,6 @@ class SimulatedCaller:
     """Caller frames sent, with when (the caller's own voice, for latency figures)."""
     echoed: list[str] = field(default_factory=list)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
-    close_code: int | None = None
     hung_up: bool = False
     """True once this caller sent ``stop`` (the caller hung up, not the bot)."""
 
@@ -265,9 +269,14 @@ class SimulatedCaller:
     async def media(self, payload: bytes, timestamp: int | None = None) -> None:
         """One frame of caller audio; its ``timestamp`` (ms of stream time) defaults to 20 ms after the last."""
         numbers = self._numbers
-        numbers.chunk += 1
         numbers.media_ms = timestamp - FIRST_TIMESTAMP_MS if timestamp is not None else numbers.media_ms + 20
-        self.said.append(Heard(self.now(), payload))
+        self.said.append(Heard(self.now(), payload, FIRST_TIMESTAMP_MS + numbers.media_ms))
+        if self.line is not None:
+            sent = await self._through_line(payload)
+            if sent is None:
+                return  # lost on the way: Twilio never gets it, and the next frame's timestamp shows the gap
+            payload = sent
+        numbers.chunk += 1
         await self.send(
             {
                 "event": "media",
@@ -281,6 +290,18 @@ class SimulatedCaller:
                 "streamSid": self.stream_sid,
             }
         )
+
+    async def _through_line(self, payload: bytes) -> bytes | None:
+        """``payload`` as the bad line delivers it (None: lost), once it is due to arrive (jitter delays it)."""
+        assert self.line is not None
+        shaped = self.line.frame(payload)
+        if shaped is None:
+            return None
+        now = time.monotonic()
+        delay = self.line.release_at(self._numbers.media_ms / 1000 / self.speed, now) - now
+        if delay > 0:
+            await asyncio.sleep(delay)
+        return shaped
 
     async def stream(self, ulaw: bytes, realtime: bool = True) -> None:
         """Caller audio in 20 ms frames, paced like a phone line (scaled by ``speed``); it stops where the line
@@ -344,7 +365,6 @@ class SimulatedCaller:
         except websockets.ConnectionClosed:
             pass
         finally:
-            self.close_code = self._ws.close_code
             self.closed.set()
 
     def _on_message(self, message: dict[str, Any]) -> None:
@@ -388,6 +408,11 @@ class SimulatedCaller:
             pass
 
     # --- views -----------------------------------------------------------------------------------
+
+    @property
+    def close_code(self) -> int | None:
+        """The WebSocket close code once the stream has closed (None before)."""
+        return int(self._ws.close_code) if self.closed.is_set() and self._ws.close_code is not None else None
 
     @property
     def last_timestamp(self) -> int:

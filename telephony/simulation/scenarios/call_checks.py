@@ -12,7 +12,7 @@ from telephony.simulation.scenarios.consistency import normal_words
 from telephony.simulation.scenarios.outcome import CallOutcome, Finding, clip, moment
 from telephony.simulation.scenarios.scenario import Scenario
 from telephony.simulation.scenarios.scenario_caller import StepLog
-from telephony.simulation.scenarios.timing_checks import arrival_times
+from telephony.simulation.scenarios.timing_checks import arrival_times, first_arrival
 
 __all__ = ["call_findings"]
 
@@ -60,11 +60,13 @@ def _heard_in_step(scenario: Scenario, outcome: CallOutcome) -> list[Finding]:
     written = [index for index, turn in enumerate(scenario.brain.turns) if turn.on == "caller" and turn.heard]
     reported = [turn for turn in outcome.turns if turn.get("role") == "caller" and turn.get("recognised_at")]
     arrivals = arrival_times(outcome)
-    spoken = [
-        (arrivals[log.timestamp], log)
+    stamps = sorted(arrivals)
+    arrived = [
+        (first_arrival(arrivals, stamps, log.timestamp), log)
         for log in outcome.steps
-        if log.step.kind in ("say", "play") and log.timestamp is not None and log.timestamp in arrivals
+        if log.step.kind in ("say", "play") and log.timestamp is not None
     ]
+    spoken = [(at, log) for at, log in arrived if at is not None]  # on a lossy line: its first frame that arrived
     findings = []
     since = 0.0
     for index, turn in zip(written, reported, strict=False):

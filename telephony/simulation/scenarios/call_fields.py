@@ -80,6 +80,14 @@ SCENARIO = Section(
             "How long the caller waits for an answer before going on with its next step anyway.",
             "patience_s: 5",
         ),
+        Field(
+            "line",
+            "mapping (below)",
+            "a clean line",
+            "How bad the phone line is (noise, lost and late packets, a quiet or clipping caller, another voice). "
+            "`voicebot test --line` goes over it, field by field.",
+            "line: {noise: {kind: babble, level_dbfs: -45}, packet_loss: 0.02}",
+        ),
     ),
     sibling="caller: [{say: Hello.}]",
 )
@@ -339,9 +347,82 @@ TOOL_CALL = Section(
     ),
 )
 
+LINE = Section(
+    "line",
+    "line",
+    "A bad line between the simulated caller and the bridge, done to the caller's audio as Twilio would receive "
+    "it. Everything random comes from `seed`, so a line is the same on every run (run n of `runs:` gets its own). "
+    "The caller's record of what it said stays clean: false barge-ins are judged against it "
+    "(`expect.barge_in.max_false_clears`).",
+    CALLER + "line:\n  {example}\n",
+    (
+        Field(
+            "noise",
+            "mapping (below)",
+            "none",
+            "Background noise added to the caller's audio.",
+            "noise: {kind: babble, level_dbfs: -45}",
+        ),
+        Field(
+            "packet_loss",
+            "share, 0 to below 1",
+            "0",
+            "The share of the caller's 20 ms packets that never arrive.",
+            "packet_loss: 0.02",
+        ),
+        Field(
+            "jitter_ms",
+            "milliseconds",
+            "0",
+            "Each packet arrives up to this much late (in order).",
+            "jitter_ms: 40",
+        ),
+        Field(
+            "loudness",
+            "normal, quiet, clipping, or a gain in dB (-60 to 40)",
+            "normal",
+            "The caller's loudness: `quiet` is -20 dB (a phone held away), `clipping` +20 dB (peaks cut flat).",
+            "loudness: quiet",
+        ),
+        Field(
+            "voice",
+            "an espeak-ng voice",
+            "the usual caller voice",
+            "Another caller voice (checked before any call: espeak-ng must have it).",
+            "voice: en+m3",
+        ),
+        Field("seed", "whole number", "0", "Another seed, another (reproducible) bad line.", "seed: 7"),
+    ),
+)
+
+LINE_NOISE = Section(
+    "line noise",
+    "line.noise",
+    "Levels are RMS dBFS; the bridge calls a frame above -45 dBFS speech.",
+    CALLER + "line:\n  noise: {example}\n",
+    (
+        Field(
+            "kind",
+            "white, babble or hum",
+            REQUIRED,
+            "Hiss, a room of talkers, or mains hum.",
+            "{kind: hum, level_dbfs: -50}",
+        ),
+        Field(
+            "level_dbfs",
+            "dBFS, -100 to 0",
+            REQUIRED,
+            "How loud the noise is.",
+            "{kind: babble, level_dbfs: -35}",
+        ),
+    ),
+)
+
 CALL_SECTIONS = (
     SCENARIO,
     CALL,
+    LINE,
+    LINE_NOISE,
     FUNCTION,
     CALLER_STEP,
     GOAL_CALLER,

@@ -1,9 +1,10 @@
 """What one section of a scenario asks of another, checked before any call.
 
 Each field can be right on its own and the scenario still unable to pass: a barge-in expected of a caller who
-never talks over the bot, latency expected of one who never speaks, a ``heard:`` the caller does not say, a
-``{find_slots}`` in what the brain says when the turn calls no such tool (it would be said as written). Found
-here, each is a mistake in the file, not a failed call a minute later.
+never talks over the bot, keypresses of a caller with a goal (who never presses any), latency expected of one
+who never speaks, a ``heard:`` the caller does not say, a ``{find_slots}`` in what the brain says when the turn
+calls no such tool (it would be said as written). Found here, each is a mistake in the file, not a failed call a
+minute later.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ _NOT_WORD = re.compile(r"[^0-9a-z]+")
 
 def consistency_problems(scenario: Scenario, paired: bool = True) -> list[ScenarioError]:
     """Every mistake across sections. ``paired``: the caller and brain were read whole, so pair them too."""
-    problems = _barge_in(scenario) + _latency(scenario) + _placeholders(scenario)
+    problems = _barge_in(scenario) + _keys(scenario) + _latency(scenario) + _placeholders(scenario)
     if paired:
         problems += _heard(scenario)
     return problems
@@ -50,6 +51,13 @@ def _barge_in(scenario: Scenario) -> list[ScenarioError]:
             "'over_the_bot_ms: 1500' (talk 1.5 s into the bot's reply)"
         )
     return [_problem(where, "expect.barge_in", why)]
+
+
+def _keys(scenario: Scenario) -> list[ScenarioError]:
+    if scenario.expect.keys is None or scenario.goal is None:
+        return []
+    why = "a caller with a goal never presses keys: write the caller as steps, with a press step for each key"
+    return [_problem(scenario.expect.keys[1], "expect.keys", why)]
 
 
 def _latency(scenario: Scenario) -> list[ScenarioError]:

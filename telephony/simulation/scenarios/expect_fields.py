@@ -62,10 +62,17 @@ EXPECT = Section(
             "hang_up: {by: bot, within_s: 2.5}",
         ),
         Field(
+            "keys",
+            "keypad digits (0-9, *, #)",
+            "",
+            "Each key, in order, reached the agent and the bot answered it (began a reply before the next key).",
+            "keys: '12'",
+        ),
+        Field(
             "barge_in",
             "mapping (below)",
             "",
-            "How the bot stopped when the caller talked over it (needs a step with `over_the_bot_ms`).",
+            "How the bot stopped when the caller talked over it, and that it did not stop when nobody did.",
             "barge_in: {clear_within_ms: 600, nothing_stale: true}",
         ),
         Field(
@@ -161,7 +168,11 @@ HANG_UP = Section(
 BARGE_IN = Section(
     "expect.barge_in",
     "expect.barge_in",
-    "Timed from the first frame of a caller step with `over_the_bot_ms`; a scenario without one is refused.",
+    "`clear_within_ms` and `nothing_stale` are timed from the first frame of a caller step with "
+    "`over_the_bot_ms` that reached the bridge (a caller replaying a recording: from where it talked over the bot); "
+    "a scenario with either and no such step is refused. `max_false_clears` needs no such step: it counts the "
+    "`clear`s sent while the caller was silent, judged against what the caller really said (its clean audio, "
+    "before any `line:` noise).",
     STEPS + "expect:\n  barge_in:\n    {example}\n",
     (
         Field(
@@ -177,6 +188,14 @@ BARGE_IN = Section(
             "false",
             "No frame of the interrupted reply after the `clear`.",
             "nothing_stale: true",
+        ),
+        Field(
+            "max_false_clears",
+            "whole number, at least 0",
+            "no limit",
+            "At most this many `clear`s with the caller silent (the model took the line's noise for the caller "
+            "talking over it). A clear within a second of the caller's speech counts as that speech's.",
+            "max_false_clears: 0",
         ),
     ),
 )

@@ -15,6 +15,9 @@ from telephony.simulation.scenarios.call_fields import FUNCTION
 from telephony.simulation.scenarios.field_reader import FieldReader
 from telephony.simulation.scenarios.scenario import Check, Expectations, Said, ToolExpectation
 
+DIGITS = re.compile(r"[0-9*#]+")
+"""Keypad digits (a caller's ``press`` and ``expect.keys``)."""
+
 
 class ExpectReader(FieldReader):
     """``expect:`` and its sub-mappings; see :class:`FieldReader` for how mistakes are collected."""
@@ -33,7 +36,7 @@ class ExpectReader(FieldReader):
             expect.tools_where = self.where(entry, "tools", "expect.tools")
         self.attempt(lambda: self.no_tools(entry, expect))
         self.attempt(lambda: self.transfer(entry, expect))
-        for part in (self.hang_up, self.barge_in, self.latency, self.duration, self.judge):
+        for part in (self.hang_up, self.keys, self.barge_in, self.latency, self.duration, self.judge):
             self.attempt(functools.partial(part, entry, expect))
         checks = self.attempt(lambda: self.sequence(entry.get("checks", []), entry, "checks", "expect.checks")) or []
         expect.checks = self.each(
@@ -125,13 +128,29 @@ class ExpectReader(FieldReader):
         if "barge_in" not in entry:
             return
         barge = self.mapping(entry["barge_in"], entry, "barge_in", "expect.barge_in", fields.BARGE_IN.names)
+        wanted = expect.barge_in
         if "clear_within_ms" in barge:
-            expect.clear_within_ms = (
-                self.number(barge, "clear_within_ms", "expect.barge_in", 0),
-                self.where(barge, "clear_within_ms", "expect.barge_in.clear_within_ms"),
-            )
-        if self.flag(barge, "nothing_stale", "expect.barge_in", False):
-            expect.nothing_stale = self.where(barge, "nothing_stale", "expect.barge_in.nothing_stale")
+            limit = self.attempt(lambda: self.number(barge, "clear_within_ms", "expect.barge_in", 0))
+            if limit is not None:
+                wanted.clear_within_ms = (
+                    limit,
+                    self.where(barge, "clear_within_ms", "expect.barge_in.clear_within_ms"),
+                )
+        if self.attempt(lambda: self.flag(barge, "nothing_stale", "expect.barge_in", False)):
+            wanted.nothing_stale = self.where(barge, "nothing_stale", "expect.barge_in.nothing_stale")
+        if "max_false_clears" in barge:
+            most = self.attempt(lambda: self.number(barge, "max_false_clears", "expect.barge_in", 0, integer=True))
+            if most is not None:
+                where = self.where(barge, "max_false_clears", "expect.barge_in.max_false_clears")
+                wanted.max_false_clears = (int(most), where)
+
+    def keys(self, entry: dict[str, Any], expect: Expectations) -> None:
+        if "keys" not in entry:
+            return
+        keys = self.text(entry, "keys", "expect")
+        if not DIGITS.fullmatch(keys):
+            raise self.fail(entry, "keys", "expect.keys", f"keypad digits are 0-9, * and #, got {keys!r}")
+        expect.keys = (keys, self.where(entry, "keys", "expect.keys"))
 
     def latency(self, entry: dict[str, Any], expect: Expectations) -> None:
         if "latency" not in entry:

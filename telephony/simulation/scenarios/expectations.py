@@ -15,7 +15,9 @@ from typing import Any
 
 from telephony.bridge.user_code import UserCodeError, import_current_folder, load_target
 from telephony.simulation.scenarios.arguments import arguments_match
+from telephony.simulation.scenarios.false_clears import check_false_clears
 from telephony.simulation.scenarios.goal_caller import Judge
+from telephony.simulation.scenarios.keypresses import check_keys
 from telephony.simulation.scenarios.outcome import (
     CallOutcome,
     Finding,
@@ -45,7 +47,10 @@ async def evaluate(expect: Expectations, outcome: CallOutcome, judge: Judge | No
     if expect.transfer is not None:
         findings += _transfer(*expect.transfer, outcome)
     findings += _hang_up(expect, outcome)
+    if expect.keys is not None:
+        findings += check_keys(*expect.keys, outcome)
     findings += check_barge_in(expect, outcome)
+    findings += check_false_clears(expect, outcome)
     findings += check_latency(expect, outcome)
     findings += check_duration(expect, outcome)
     for check in expect.checks:

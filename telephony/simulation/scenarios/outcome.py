@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from telephony.simulation.caller.line_conditions import LineConditions
 from telephony.simulation.caller.twilio_rest import Redirect
+from telephony.simulation.scenarios.caller_truth import SpeechSpan
 from telephony.simulation.scenarios.goal_caller import Turn
 from telephony.simulation.scenarios.scenario import Where
 from telephony.simulation.scenarios.scenario_caller import StepLog
@@ -40,6 +42,10 @@ class CallOutcome:
     workdir: Path | None = None
     state: dict[str, Any] = field(default_factory=dict)
     """For ``setup`` and ``checks`` functions to share (e.g. a database path)."""
+    caller_speech: list[SpeechSpan] = field(default_factory=list)
+    """When the caller really spoke (its clean audio, before the line), for telling false barge-ins from real."""
+    line: LineConditions | None = None
+    """The line the call went over, when it was not clean."""
 
     @property
     def turns(self) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,12 +49,25 @@ class Preflight:
     scenarios: list[Scenario]
     notices: list[str] = field(default_factory=list)
     """Things to say before the first call (not mistakes)."""
+    not_chosen: list[Scenario] = field(default_factory=list)
+    """Scenarios read without a mistake but not chosen (``voicebot test -k``), in file order."""
 
 
-async def load_scenarios(paths: list[Path], options: RunOptions, settings: Settings) -> Preflight:
-    """The scenarios in ``paths``, checked before any call; raises ``ScenarioError`` listing every mistake."""
+async def load_scenarios(
+    paths: list[Path], options: RunOptions, settings: Settings, chosen: Callable[[Scenario], bool] | None = None
+) -> Preflight:
+    """The scenarios in ``paths`` (only those ``chosen``, if given), checked before any call; raises
+    ``ScenarioError`` listing every mistake. Every file is read and its mistakes reported, chosen or not; only the
+    chosen are checked against their agent (which builds it)."""
     read = [read_scenario(path) for path in find_scenarios(paths)]
-    return await check_scenarios(read, options, settings)
+    if chosen is None:
+        return await check_scenarios(read, options, settings)
+    kept = [(scenario, found) for scenario, found in read if scenario is None or found or chosen(scenario)]
+    checked = await check_scenarios(kept, options, settings)
+    checked.not_chosen = [
+        scenario for scenario, found in read if scenario is not None and not found and not chosen(scenario)
+    ]
+    return checked
 
 
 async def check_scenarios(

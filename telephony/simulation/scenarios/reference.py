@@ -20,12 +20,14 @@ INTRODUCTION = """\
 Every field of a scenario file (YAML), with its type, its default and an example; how to write and run
 scenarios is in [testing your agent](testing.md). `voicebot test` (and the `phone_call` fixture) reads every
 file before it places any call and reports every mistake at once, file by file and line by line, as
-`file:line: field: what to fix`: unknown fields and wrong values; what one section asks of another (a
-`barge_in` needs a step with `over_the_bot_ms`, `latency` a caller who speaks, a `heard:` the caller's
-words, a `{tool}` in what the brain says a tool of that turn); that the agent factory and every `setup` and
-`checks` function import and take the keywords given; and, for scenarios the brain plays, the agent built once
-as the run will build it (never started): each `{prompt:Name}` must be a line of its system prompt, and with
-`--local` its model must reach the local server.
+`file:line: field: what to fix`: unknown fields and wrong values (a `line.voice` espeak-ng lacks among them);
+what one section asks of another (a `barge_in` timing needs a step with `over_the_bot_ms`, `keys` a caller
+without a goal, `latency` a caller who speaks, a `heard:` the caller's words, a `{tool}` in what the brain says
+a tool of that turn); that the agent factory and every `setup` and `checks` function import and take the
+keywords given; and, for scenarios the brain plays, the agent built once as the run will build it (never
+started): each `{prompt:Name}` must be a line of its system prompt, and with `--local` its model must reach the
+local server. `voicebot test --check` runs these checks and places no call; `--jobs N` runs them once, before
+any call.
 """
 
 EVERY_CALL = """\

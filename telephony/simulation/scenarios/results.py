@@ -10,7 +10,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from telephony.config import Settings
+from telephony.simulation.caller.line_conditions import LineConditions
 from telephony.simulation.scenarios.expectations import CallOutcome, Finding, barge_ins
+from telephony.simulation.scenarios.false_clears import false_clears
 from telephony.simulation.scenarios.scenario import Scenario
 
 
@@ -30,6 +32,10 @@ class RunOptions:
     own model of that provider."""
     workdirs: Path | None = None
     """Keep each run's work folder (``setup`` data such as a database) under here (None: a temporary one, deleted)."""
+    keep_failed_workdirs: bool = False
+    """Keep the temporary work folder of a run that failed, to look at what it left (``--keep-workdirs``)."""
+    line: LineConditions | None = None
+    """Line conditions for every scenario, over each one's own ``line:`` (``--line``)."""
 
     @property
     def local_server(self) -> str | None:
@@ -50,6 +56,8 @@ class RunResult:
     """What happened on the call (transcript, tool calls, records), for assertions of one's own."""
     error: str | None = None
     """The run could not be carried out (the agent factory failed to load, a set-up function failed, …)."""
+    kept_workdir: Path | None = None
+    """The failed run's work folder, kept (``--keep-workdirs``)."""
 
     @property
     def passed(self) -> bool:
@@ -68,6 +76,9 @@ class RunResult:
         delays = [(cleared - spoke) * 1000 for _, spoke, cleared, _ in barge_ins(self.outcome) if spoke and cleared]
         if delays:
             parts.append("barge-in to clear " + ", ".join(f"{delay:.0f}" for delay in delays) + " ms")
+        false = false_clears(self.outcome)
+        if false or self.outcome.line is not None:
+            parts.append(f"false clears {len(false)}")
         return "; ".join(parts)
 
 
@@ -128,8 +139,25 @@ def progress_line(result: ScenarioResult) -> str:
     return f"{verdict} {result.seconds:6.1f} s  {counted}{f'({figures})' if figures else ''}".rstrip()
 
 
-def summary_table(results: list[ScenarioResult]) -> Iterator[str]:
-    """The table printed after all scenarios: one row per scenario."""
+def progress_label(number: int, total: int, scenario: Scenario) -> str:
+    """``[3/8] booking succeeds``, padded: printed before the scenario's verdict, on the same line."""
+    label = f"[{number}/{total}] {scenario.name}"
+    return f"{label:<48} "
+
+
+def result_lines(result: ScenarioResult) -> list[str]:
+    """The verdict line, then what failed and where each kept work folder is, indented under it."""
+    lines = [progress_line(result)]
+    many = len(result.runs) > 1
+    for run in result.runs:
+        lines += [f"      run {run.index}: {problem}" if many else f"      {problem}" for problem in run.problems()]
+        if run.kept_workdir is not None:
+            lines.append(f"      {f'run {run.index}: ' if many else ''}work folder kept: {run.kept_workdir}")
+    return lines
+
+
+def summary_table(results: list[ScenarioResult], wall_s: float | None = None) -> Iterator[str]:
+    """The table printed after all scenarios: one row per scenario; ``wall_s``: how long they took side by side."""
     headers = ("scenario", "result", "runs passed", "time (each run)", "call time", "model")
     rows = []
     for result in results:
@@ -154,4 +182,5 @@ def summary_table(results: list[ScenarioResult]) -> Iterator[str]:
         yield line.format(*row)
     failed = sum(not result.passed for result in results)
     total = sum(result.seconds for result in results)
-    yield f"{len(results) - failed} passed, {failed} failed in {total:.1f} s"
+    side_by_side = f" of calls, {wall_s:.1f} s from first to last" if wall_s is not None else ""
+    yield f"{len(results) - failed} passed, {failed} failed in {total:.1f} s{side_by_side}"

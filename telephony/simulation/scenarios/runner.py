@@ -31,6 +31,7 @@ from telephony.config import Settings
 from telephony.recording.format import Recording, RecordingError
 from telephony.recording.recorder import CallRecorder, folder_name
 from telephony.recording.transcript import TRANSCRIPT_FILE
+from telephony.simulation.caller.line_conditions import LineConditions
 from telephony.simulation.caller.script import CallerScript, Linger, play
 from telephony.simulation.caller.simulated_caller import SimulatedCaller, answer
 from telephony.simulation.caller.twilio_rest import SimulatedCallControl
@@ -38,7 +39,9 @@ from telephony.simulation.caller.voice import Voice
 from telephony.simulation.local_app.loopback import serve_app
 from telephony.simulation.replay.replaying import twilio_form
 from telephony.simulation.replay.report import ReplayReport
+from telephony.simulation.replay.run_origin import write_origin
 from telephony.simulation.scenarios.call_checks import call_findings
+from telephony.simulation.scenarios.caller_truth import SpeechSpan, speech_spans, talking_over_the_bot
 from telephony.simulation.scenarios.expectations import CallOutcome, Finding, evaluate, in_file_order, run_check
 from telephony.simulation.scenarios.goal_caller import (
     CallerBrain,
@@ -56,13 +59,14 @@ from telephony.simulation.scenarios.results import (
     RunResult,
     ScenarioResult,
     agent_spec,
-    progress_line,
+    progress_label,
+    result_lines,
     run_settings,
     summary_table,
     uses_brain,
 )
-from telephony.simulation.scenarios.scenario import Scenario
-from telephony.simulation.scenarios.scenario_caller import CallerLine, ScenarioCaller
+from telephony.simulation.scenarios.scenario import CallerStep, Scenario
+from telephony.simulation.scenarios.scenario_caller import CallerLine, ScenarioCaller, StepLog
 
 __all__ = [
     "RunOptions",
@@ -87,7 +91,7 @@ class ScenarioRunner:
         self.settings = settings
         self.options = options
         self.out = out
-        self._voice: Voice | None = None
+        self._voices: dict[str | None, Voice] = {}
 
     def _print(self, text: str) -> None:
         if self.out is not None:
@@ -97,15 +101,12 @@ class ScenarioRunner:
         results = []
         for number, scenario in enumerate(scenarios, start=1):
             if self.out is not None:
-                label = f"[{number}/{len(scenarios)}] {scenario.name}"
-                self.out.write(f"{label:<48} ")
+                self.out.write(progress_label(number, len(scenarios), scenario))
                 self.out.flush()
             result = await self.run_scenario(scenario)
             results.append(result)
-            self._print(progress_line(result))
-            for run in result.runs:
-                for problem in run.problems():
-                    self._print(f"      run {run.index}: {problem}" if len(result.runs) > 1 else f"      {problem}")
+            for line in result_lines(result):
+                self._print(line)
         return results
 
     async def run_scenario(self, scenario: Scenario) -> ScenarioResult:
@@ -128,8 +129,10 @@ class ScenarioRunner:
             log.debug("scenario %s crashed", scenario.name, exc_info=True)
             run.error = f"the run failed: {type(error).__name__}: {error}"
         finally:
-            if keep is None:
+            if keep is None and (run.passed or not self.options.keep_failed_workdirs):
                 await asyncio.to_thread(shutil.rmtree, workdir, True)
+            elif keep is None:
+                run.kept_workdir = workdir
         run.seconds = time.monotonic() - started
         return run
 
@@ -145,9 +148,10 @@ class ScenarioRunner:
         except Exception as error:  # noqa: BLE001 - an agent that cannot even be imported fails the run
             run.error = f"cannot load the agent factory {spec}: {error}"
             return
-        if self._voice is None:
-            self._voice = await asyncio.to_thread(Voice)
-        call = await self._call(scenario, factory, outcome, run)
+        line = self.options.line.over(scenario.line) if self.options.line is not None else scenario.line
+        if line.voice not in self._voices:
+            self._voices[line.voice] = await asyncio.to_thread(Voice, line.voice)
+        call = await self._call(scenario, factory, outcome, run, line)
         if call is None:
             return
         brain_played = uses_brain(scenario, self.options)
@@ -172,9 +176,8 @@ class ScenarioRunner:
         return RuleCaller(scenario.goal)
 
     async def _call(
-        self, scenario: Scenario, factory: AgentFactory, outcome: CallOutcome, run: RunResult
+        self, scenario: Scenario, factory: AgentFactory, outcome: CallOutcome, run: RunResult, line: LineConditions
     ) -> _Call | None:
-        assert self._voice is not None
         scripted = uses_brain(scenario, self.options)
         local = LOCAL_MODELS[self.options.local_server or ""] if scripted and self.options.local_server else None
         models: list[Any] = []
@@ -228,12 +231,13 @@ class ScenarioRunner:
                     stream_sid="MZ" + secrets.token_hex(16),
                     account_sid="AC" + "0" * 32,
                     parameters={**target.parameters, **scenario.parameters},
+                    line=line.line(run.index),
                 )
                 call = _Call()
                 report = ReplayReport(caller)
                 async with caller:
                     await caller.connect()
-                    performer = ScenarioCaller(CallerLine(caller), self._voice, scenario.patience_s)
+                    performer = ScenarioCaller(CallerLine(caller), self._voices[line.voice], scenario.patience_s)
                     try:
                         async with asyncio.timeout(scenario.timeout_s):
                             await self._perform(scenario, performer, tap)
@@ -248,7 +252,9 @@ class ScenarioRunner:
                         await asyncio.wait_for(caller.closed.wait(), 5.0)
                 await _until(lambda: not app.state.sessions, SESSION_END_TIMEOUT_S)
         outcome.latencies = report.update().latencies
-        outcome.steps = performer.log
+        outcome.caller_speech = speech_spans(caller.said)
+        outcome.line = line if line.impairs else None
+        outcome.steps = performer.log or _recorded_barge_ins(scenario, outcome.caller_speech, caller)
         outcome.redirects = rest.redirects
         brain = getattr(models[-1], "brain", None) if models and local is None else None
         outcome.brain_notes = nova_notes + ([*brain.unanswered, *brain.missing] if brain is not None else [])
@@ -260,6 +266,7 @@ class ScenarioRunner:
             return None
         folder = recorders[-1].folder
         run.recording = folder
+        await self._note_origin(folder, scenario)
         try:
             outcome.recording = folder
             outcome.records = (await asyncio.to_thread(Recording.load, folder)).records
@@ -271,6 +278,17 @@ class ScenarioRunner:
             return None
         run.call_s = outcome.duration_s
         return call
+
+    async def _note_origin(self, folder: Path, scenario: Scenario) -> None:
+        """``scenario.json`` beside the recording, for ``--from-recording``; a failure to write it fails nothing."""
+        spec = agent_spec(scenario, self.options, self.settings)
+        setup = [(check.function, check.arguments) for check in scenario.setup]
+        try:
+            await asyncio.to_thread(write_origin, folder, scenario.path, scenario.name, spec, setup)
+        except OSError as error:
+            log.warning(
+                "cannot note the scenario beside %s (%s): --from-recording will not know its set-up", folder, error
+            )
 
     async def _perform(self, scenario: Scenario, performer: ScenarioCaller, tap: LiveTranscript) -> None:
         if scenario.recording is not None:
@@ -288,6 +306,23 @@ class ScenarioRunner:
 @dataclass
 class _Call:
     timed_out: bool = False
+
+
+def _recorded_barge_ins(scenario: Scenario, spans: list[SpeechSpan], caller: SimulatedCaller) -> list[StepLog]:
+    """A caller replaying a recording has no steps; where it talked over the bot stands in for them, so
+    ``expect.barge_in`` checks the barge-ins the recorded call had."""
+    if scenario.recording is None:
+        return []
+    return [
+        StepLog(
+            CallerStep(
+                "play", text=f"the recorded caller at {span.at_s:.1f} s", audio=scenario.recording, over_the_bot_ms=0
+            ),
+            span.at_s,
+            timestamp=span.start_ms,
+        )
+        for span in talking_over_the_bot(spans, caller.heard)
+    ]
 
 
 def _caller_script(source: Path) -> CallerScript:

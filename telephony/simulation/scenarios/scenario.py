@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.scripted.brain import BrainScript
+from telephony.simulation.caller.line_conditions import LineConditions
 
 __all__ = [
+    "BargeInExpectations",
     "CallerStep",
     "Check",
     "Expectations",
@@ -86,7 +88,7 @@ class CallerStep:
                 f" over the bot ({self.over_the_bot_ms} ms in)" if self.over_the_bot_ms else ""
             )
         if self.kind == "play":
-            return f"plays {self.audio.name if self.audio else '?'}"
+            return self.text or f"plays {self.audio.name if self.audio else '?'}"
         if self.kind == "press":
             return f"presses {self.text}"
         if self.kind == "silence":
@@ -138,6 +140,16 @@ class ToolExpectation:
 
 
 @dataclass
+class BargeInExpectations:
+    """``expect.barge_in``: how the bot stops when talked over, and that it does not stop when nobody talked."""
+
+    clear_within_ms: tuple[float, Where] | None = None
+    nothing_stale: Where | None = None
+    max_false_clears: tuple[int, Where] | None = None
+    """At most this many ``clear``s while the caller was silent (the model took noise for a barge-in)."""
+
+
+@dataclass
 class Expectations:
     says: list[Said] = field(default_factory=list)
     never_says: list[Said] = field(default_factory=list)
@@ -149,8 +161,9 @@ class Expectations:
     transfer: tuple[str | bool, Where] | None = None
     hang_up_by: tuple[str, Where] | None = None
     hang_up_within_s: tuple[float, Where] | None = None
-    clear_within_ms: tuple[float, Where] | None = None
-    nothing_stale: Where | None = None
+    barge_in: BargeInExpectations = field(default_factory=BargeInExpectations)
+    keys: tuple[str, Where] | None = None
+    """Keypresses, in order, that must each reach the agent and get an answer."""
     turn_latency_max_s: tuple[float, Where] | None = None
     latency_p50_max_s: tuple[float, Where] | None = None
     latency_max_s: tuple[float, Where] | None = None
@@ -160,6 +173,16 @@ class Expectations:
     judge_rubric: tuple[tuple[str, str], ...] = ()
     """(criterion, offline stand-in's regular expression over the whole call's transcript)."""
     judge_where: Where | None = None
+
+    @property
+    def clear_within_ms(self) -> tuple[float, Where] | None:
+        """``barge_in.clear_within_ms``, by its older name."""
+        return self.barge_in.clear_within_ms
+
+    @property
+    def nothing_stale(self) -> Where | None:
+        """``barge_in.nothing_stale``, by its older name."""
+        return self.barge_in.nothing_stale
 
 
 @dataclass
@@ -185,6 +208,8 @@ class Scenario:
     timeout_s: float = 120.0
     patience_s: float = 10.0
     """How long the caller waits for an answer before going on with its next step anyway."""
+    line: LineConditions = field(default_factory=LineConditions)
+    """How bad the phone line is (noise, lost and late packets, the caller's loudness and voice)."""
 
     def brain_turn_where(self, index: int) -> Where:
         """Where brain turn ``index`` is written (the file itself if unknown)."""

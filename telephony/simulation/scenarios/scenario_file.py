@@ -7,7 +7,6 @@ wrong``, before any call is placed: the fields' types and values (declared in ``
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -16,14 +15,14 @@ from typing import Any
 from agent.scripted.brain import TRIGGERS, BrainScript, BrainTurn, ToolStep
 from telephony.simulation.scenarios import call_fields as fields
 from telephony.simulation.scenarios.consistency import consistency_problems
-from telephony.simulation.scenarios.expect_reader import ExpectReader
+from telephony.simulation.scenarios.expect_reader import DIGITS, ExpectReader
+from telephony.simulation.scenarios.line_field import read_line
 from telephony.simulation.scenarios.located_yaml import YamlError, load
 from telephony.simulation.scenarios.scenario import CallerStep, GoalCaller, Scenario, ScenarioError
 
 __all__ = ["SUFFIXES", "find_scenarios", "load_scenario", "read_scenario"]
 
 SUFFIXES = (".yaml", ".yml")
-_DIGITS = re.compile(r"[0-9*#]+")
 _ACTIONS = ("say", "play", "press", "silence_s", "hang_up")
 
 
@@ -88,6 +87,8 @@ class _Parser(ExpectReader):
         if "expect" in top:
             scenario.expect = self.attempt(lambda: self.expectations(top["expect"], top)) or scenario.expect
         self.attempt(lambda: self.runs(top, scenario))
+        if "line" in top:
+            scenario.line = self.attempt(lambda: read_line(self, top, "line")) or scenario.line
         return scenario
 
     def about(self, top: dict[str, Any], scenario: Scenario) -> None:
@@ -176,7 +177,7 @@ class _Parser(ExpectReader):
             return replace(step, audio=audio)
         if action == "press":
             digits = self.text(entry, "press", name)
-            if not _DIGITS.fullmatch(digits):
+            if not DIGITS.fullmatch(digits):
                 raise self.fail(entry, "press", f"{name}.press", f"keypad digits are 0-9, * and #, got {digits!r}")
             return replace(step, text=digits)
         if action == "silence_s":

@@ -4,6 +4,7 @@ latency, and call duration. Read from the caller's step log and the call's ``eve
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from typing import Any
 
@@ -16,11 +17,12 @@ def barge_ins(outcome: CallOutcome) -> list[tuple[StepLog, float | None, float |
     """For each step that talked over the bot: (step, when its speech reached the bridge, when ``clear`` went out,
     frames of the interrupted reply sent after the clear), in the recording's time."""
     arrivals = arrival_times(outcome)
+    stamps = sorted(arrivals)
     results = []
     for step in outcome.steps:
         if step.step.over_the_bot_ms is None:
             continue
-        spoke = arrivals.get(step.timestamp) if step.timestamp is not None else None
+        spoke = first_arrival(arrivals, stamps, step.timestamp) if step.timestamp is not None else None
         cleared = _first_clear_after(outcome.records, spoke) if spoke is not None else None
         stale = _stale_frames(outcome.records, cleared) if cleared is not None else 0
         results.append((step, spoke, cleared, stale))
@@ -38,6 +40,12 @@ def arrival_times(outcome: CallOutcome) -> dict[int, float]:
             except (KeyError, TypeError, ValueError):
                 continue
     return arrivals
+
+
+def first_arrival(arrivals: dict[int, float], stamps: list[int], timestamp: int) -> float | None:
+    """When the step's first frame reached the bridge; on a lossy line, the first of its frames that did."""
+    index = bisect.bisect_left(stamps, timestamp)
+    return arrivals[stamps[index]] if index < len(stamps) and stamps[index] - timestamp < 1000 else None
 
 
 def _first_clear_after(records: list[dict[str, Any]], t: float) -> float | None:
