@@ -26,7 +26,9 @@ def passing_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Pat
     import contextlib
 
     with capture.open("w") as out, contextlib.redirect_stdout(out):
-        code = main(["test", *SHORT, "--out", str(folder / "recordings"), "--junit", str(folder / "junit.xml")])
+        code = main(
+            ["test", *SHORT, "--jobs", "2", "--out", str(folder / "recordings"), "--junit", str(folder / "junit.xml")]
+        )
     return code, capture.read_text(), folder
 
 
@@ -54,7 +56,8 @@ def test_every_run_is_recorded_where_the_calls_page_finds_it(passing_run: tuple[
 def test_a_broken_copy_of_the_agent_fails_saying_which_expectation_and_where(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["test", *SHORT, "--agent", "tests.simulation.broken_clinic:create_agent", "--out", str(tmp_path)])
+    agent = "tests.simulation.broken_clinic:create_agent"
+    code = main(["test", *SHORT, "--jobs", "2", "--agent", agent, "--out", str(tmp_path)])
     output = capsys.readouterr().out
     assert code == 1, output
     goodbye, transfer = str(SCENARIOS / "goodbye.yaml"), str(SCENARIOS / "transfer.yaml")
