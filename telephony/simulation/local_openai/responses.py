@@ -168,10 +168,12 @@ class Responder:
         heard = reply.heard if reply is not None and reply.heard is not None else ""
         if transcribe is not None and not self._late_transcripts:
             self._transcript(transcribe, heard)
-        if reply is not None and reply.speaks:
-            await self._speak(response, reply)
-        if transcribe is not None and self._late_transcripts:
-            self._transcript(transcribe, heard)
+        try:
+            if reply is not None and reply.speaks:
+                await self._speak(response, reply)
+        finally:  # the service transcribes beside the response: a caller who cuts it off is transcribed all the same
+            if transcribe is not None and self._late_transcripts:
+                self._transcript(transcribe, heard)
         if reply is not None:
             for request in reply.tool_uses:
                 self._function_call(response, request.name, request.input, request.tool_use_id)
