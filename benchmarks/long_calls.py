@@ -15,7 +15,8 @@ a tool, a long answer it talks over, goodbye. The model side is either
   OpenAI, whose sessions expire (``session_expired``: strands reconnects and replays the history) at 60 minutes on
   a 1/400 clock, strands replacing them at 45; every new session takes 0.1-5 s. In the ``timed`` mode sessions
   also expire at seeded moments; in ``cued`` mode mid-utterance (twice), mid-answer and 0.5-3 s after an answer,
-  with the caller's transcript coming after the answer's audio;
+  with the caller's transcript coming after the answer's audio and turns ended after 0.2-0.45 s of quiet (sooner
+  than the bridge: the order in which an utterance was once answered twice);
 - ``gemini``: the real ``GoogleGeminiLiveModel`` (the project's) against the local Gemini, which sends ``goAway``
   50 s before its 10-minute limit on a 1/100 clock (strands resumes the session by its handle), strands replacing
   connections at 9 minutes; one resumption is refused (strands starts afresh and replays the history); every
@@ -147,6 +148,7 @@ def server_restarts(side: str, mode: str, seed: int, rng: random.Random) -> Rest
         after_answer_s=rng.uniform(0.5, 3.0),
         after_answer_n=rng.randint(1, 3),
         late_transcripts=side == "openai",
+        endpoint_s=rng.uniform(0.2, 0.45) if side == "openai" else None,
     )
 
 

@@ -176,8 +176,11 @@ class LocalOpenAI:
         if not parse_qs(url.query).get("model"):
             return self._refuse(connection, HTTPStatus.BAD_REQUEST, "missing_model", "the model query is required")
         delay = self.setup_delay.next()
-        if delay > 0:
-            await asyncio.sleep(delay)  # a slow set-up: the client's connect() waits for the 101
+        if delay > 0:  # a slow set-up: the client's connect() waits for the 101
+            lost = connection.connection_lost_waiter
+            await asyncio.wait([lost], timeout=delay)
+            if lost.done():  # the client gave up meanwhile (a call that ended during a swap): no one to answer
+                raise asyncio.CancelledError
         return None
 
     def _refuse(self, connection: ServerConnection, status: HTTPStatus, code: str, message: str) -> Response:

@@ -183,6 +183,9 @@ class OpenAISession:
         assert isinstance(session, dict)
         self._configured = True
         self.record.session = session
+        silence_ms = session["audio"]["input"]["turn_detection"].get("silence_duration_ms")
+        if isinstance(silence_ms, int | float) and silence_ms > 0:
+            self._responder.end_turns_after(silence_ms / 1000)
         self._emit({"type": "session.updated", "session": {**session, "model": self.record.model_id}})
 
     def _append(self, event: dict[str, Any]) -> None:

@@ -35,9 +35,17 @@ from agent.gemini import GeminiLiveModel
 from agent.openai import OpenAIRealtime
 from agent.openai.endpoint import RealtimeEndpoint
 from agent.tools import end_conversation
-from telephony.simulation import local_gemini, local_nova, local_openai
 from telephony.simulation.fakes.long_call.conversation import ToneConversation, lookup
 from telephony.simulation.fakes.long_call.cues import RestartCues
+from telephony.simulation.local_gemini import Fault as GeminiFault
+from telephony.simulation.local_gemini import LocalGemini
+from telephony.simulation.local_gemini import Pacing as GeminiPacing
+from telephony.simulation.local_gemini import TimeLimits as GeminiLimits
+from telephony.simulation.local_nova import Fault as NovaFault
+from telephony.simulation.local_nova import LocalNova, Pacing, SetupDelay
+from telephony.simulation.local_nova import TimeLimits as NovaLimits
+from telephony.simulation.local_openai import Fault as OpenAIFault
+from telephony.simulation.local_openai import LocalOpenAI, SessionLimits
 
 __all__ = ["LIMITS", "MODEL_IDS", "PROVIDERS", "LongCallServer", "Restarts", "started"]
 
@@ -74,6 +82,10 @@ class Restarts:
     after_answer_n: int = 1
     late_transcripts: bool = False
     """OpenAI: the caller's transcript comes after the answer's audio (the service does either)."""
+    endpoint_s: float | None = None
+    """OpenAI: the quiet after which the service ends a caller turn (the session's ``silence_duration_ms``;
+    strands asks for 0.5 s, as long as the bridge waits): shorter, the model answers before the bridge has seen
+    the turn end."""
 
 
 class LongCallServer:
@@ -109,7 +121,7 @@ class LongCallServer:
 
     def agent(self, call: Any = None) -> BidiAgent:
         """An agent factory: the project's model for the provider, pointed at this server, on its fast clock."""
-        model = _model(self.provider, self.server, self.restarts.scale)
+        model = _model(self.provider, self.server, self.restarts)
         return BidiAgent(model=model, tools=[end_conversation, lookup], system_prompt=PROMPT)
 
     async def __aenter__(self) -> Self:
@@ -128,11 +140,7 @@ class LongCallServer:
 @contextlib.asynccontextmanager
 async def started(provider: str) -> AsyncIterator[Any]:
     """A started local server for ``provider`` (a benchmark's; tests take the fixtures)."""
-    server: Any = {
-        "nova": local_nova.LocalNova,
-        "openai": local_openai.LocalOpenAI,
-        "gemini": local_gemini.LocalGemini,
-    }[provider]()
+    server: Any = {"nova": LocalNova, "openai": LocalOpenAI, "gemini": LocalGemini}[provider]()
     await server.start()
     try:
         yield server
@@ -145,32 +153,33 @@ def _configure(provider: str, server: Any, brain: ToneConversation, restarts: Re
     rng = random.Random(restarts.seed)
     limit_s = LIMITS[provider][0]
     server.brain = brain
-    server.setup_delay = local_nova.SetupDelay(between=restarts.setup_s, seed=restarts.seed)
+    server.setup_delay = SetupDelay(between=restarts.setup_s, seed=restarts.seed)
     early = [rng.uniform(*restarts.early_s) for _ in range(restarts.early)]
     if provider == "nova":
-        server.limits = local_nova.TimeLimits(connection_limit_s=limit_s, time_scale=restarts.scale)
-        server.pacing = local_nova.Pacing(chunk_s=0.04, speedup=4.0)
+        server.limits = NovaLimits(connection_limit_s=limit_s, time_scale=restarts.scale)
+        server.pacing = Pacing(chunk_s=0.04, speedup=4.0)
         for after_s in early:  # stream k ends this long after it opens (a placeholder never fires)
-            server.faults.push(local_nova.Fault.exception("modelTimeoutException", after_s))
-            server.faults.push(local_nova.Fault.exception("modelTimeoutException", NEVER_S))
+            server.faults.push(NovaFault.exception("modelTimeoutException", after_s))
+            server.faults.push(NovaFault.exception("modelTimeoutException", NEVER_S))
     elif provider == "openai":
-        server.limits = local_openai.SessionLimits(session_limit_s=limit_s * restarts.scale)
-        server.pacing = local_nova.Pacing(chunk_s=0.04, speedup=4.0)
+        server.limits = SessionLimits(session_limit_s=limit_s * restarts.scale)
+        server.pacing = Pacing(chunk_s=0.04, speedup=4.0)
         server.late_transcripts = restarts.late_transcripts
         for after_s in early:
-            server.faults.push(local_openai.Fault.expires(after_s), local_openai.Fault.expires(NEVER_S))
+            server.faults.push(OpenAIFault.expires(after_s), OpenAIFault.expires(NEVER_S))
     else:
-        server.limits = local_gemini.TimeLimits(connection_limit_s=limit_s, time_scale=restarts.scale)
-        server.pacing = local_gemini.Pacing(chunk_s=0.04, speedup=4.0)
-        faults = [local_gemini.Fault.go_away(after_s) for after_s in early]
-        faults += [local_gemini.Fault.refuse_resume() for _ in range(restarts.refused_resumes)]
+        server.limits = GeminiLimits(connection_limit_s=limit_s, time_scale=restarts.scale)
+        server.pacing = GeminiPacing(chunk_s=0.04, speedup=4.0)
+        faults = [GeminiFault.go_away(after_s) for after_s in early]
+        faults += [GeminiFault.refuse_resume() for _ in range(restarts.refused_resumes)]
         rng.shuffle(faults)  # a refusal waits for a connection that resumes; the others are taken in turn
         for fault in faults:
-            server.faults.push(fault, *([] if fault.kind == "refuse_resume" else [local_gemini.Fault.go_away(NEVER_S)]))
+            server.faults.push(fault, *([] if fault.kind == "refuse_resume" else [GeminiFault.go_away(NEVER_S)]))
 
 
-def _model(provider: str, server: Any, scale: float) -> Any:
-    """The project's model for ``provider`` (with its quiet switch-over), replaced on ``scale``'s clock."""
+def _model(provider: str, server: Any, restarts: Restarts) -> Any:
+    """The project's model for ``provider`` (with its quiet switch-over), replaced on the fast clock."""
+    scale = restarts.scale
     connection: Any = {"restart_after_s": LIMITS[provider][1] * scale}
     if provider == "nova":
         endpoint = BedrockEndpoint(url=server.endpoint, ca_bundle=str(server.ca_file))
@@ -178,6 +187,7 @@ def _model(provider: str, server: Any, scale: float) -> Any:
             endpoint=endpoint, model_id=MODEL_IDS["nova"], region="us-east-1", connection=connection
         )
     if provider == "openai":
+        vad = {} if restarts.endpoint_s is None else {"silence_duration_ms": round(restarts.endpoint_s * 1000)}
         return OpenAIRealtime(
             endpoint=RealtimeEndpoint(url=server.realtime_url),
             api_key=server.api_key,
@@ -185,6 +195,7 @@ def _model(provider: str, server: Any, scale: float) -> Any:
             transcription_model_id="gpt-4o-transcribe",
             timeout_s=max(1, math.ceil(OPENAI_CLIENT_TIMEOUT_S * scale)),
             connection=connection,
+            params={"audio": {"input": {"turn_detection": vad}}},
         )
     trust = ssl.create_default_context(cafile=str(server.ca_file))
     http_options = {"base_url": server.base_url, "async_client_args": {"ssl": trust}}
