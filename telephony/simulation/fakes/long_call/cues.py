@@ -27,7 +27,9 @@ __all__ = ["CUE_MOMENTS", "RestartCues"]
 CUE_MOMENTS = ("utterance", "answer", "after answer")
 MID_UTTERANCE_S = 0.4
 MID_ANSWER_S = 0.08
-"""Well inside the making of a second of speech, even at four times real time."""
+"""Well inside the making of a second of speech, even at four times real time (0.25 s)..."""
+MID_ANSWER_LATEST_S = 0.2
+"""...and at the latest this long after the answer (a late look waits for the next answer)."""
 REARM_QUIET_S = 0.3
 """After a cue mid-utterance, the next waits for this much quiet: the new connection first hears the rest of
 the same utterance (carried over), which is not a new one."""
@@ -95,7 +97,7 @@ class RestartCues:
             return
         now = time.monotonic()
         answered_at, audio_s = answers[-1]
-        if "answer" in self.remaining and audio_s >= 1.0 and 0 <= now - answered_at - MID_ANSWER_S < MID_ANSWER_S:
+        if "answer" in self.remaining and audio_s >= 1.0 and MID_ANSWER_S <= now - answered_at < MID_ANSWER_LATEST_S:
             if self._fire("answer", record.index):
                 self._next_answer = len(answers) + 1
                 return
