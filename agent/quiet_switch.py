@@ -51,7 +51,8 @@ QUIET_CALLER_S = 0.6
 QUIET_BOT_S = 0.3
 """The model has produced no audio for this long."""
 OWED_FOR_S = 4.0
-"""Caller speech no answer followed for this long was not a turn to the model (a cough): stop waiting on it."""
+"""Caller speech (or a text, a tool's result) no answer followed for this long needs none (a cough, a result the
+model stays quiet after): stop waiting on it."""
 POLL_S = 0.05
 SPEECH_RMS = 32768.0 * 10 ** (SPEECH_LEVEL_DBFS / 20)
 """The bridge's level for caller speech, as the RMS of 16-bit samples (about 328)."""
@@ -175,7 +176,10 @@ class _QuietState:
         self.bot_audio_at = -math.inf
         self.response_open = False
         self.owed = False
-        """The caller spoke (or text was sent) since the last response began: an answer is on its way."""
+        """The caller spoke (or text or a tool's result was sent) since the last response began: an answer is on its
+        way."""
+        self.owed_at = -math.inf
+        """When it was last owed (the caller's last loud audio, or the text or result sent)."""
         self.tools: set[str] = set()
 
     def sent(self, content: Any) -> None:
@@ -183,14 +187,13 @@ class _QuietState:
             pcm = content.source.get("bytes") or b""
             samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float32)
             if samples.size and math.sqrt(float(np.mean(samples * samples))) >= SPEECH_RMS:
-                self.caller_voiced_at = time.monotonic()
+                self.caller_voiced_at = self.owed_at = time.monotonic()
                 self.owed = True
         elif isinstance(content, BidiMessage):
             for block in content.content:
                 if isinstance(block, ToolResultBlock):
                     self.tools.discard(block.tool_use_id)
-                else:
-                    self.owed = True
+            self.owed, self.owed_at = True, time.monotonic()  # the model speaks next, to a text or a tool's result
 
     def received(self, event: Any) -> None:
         if isinstance(event, BidiResponseStartEvent):
@@ -207,7 +210,7 @@ class _QuietState:
             now - self.caller_voiced_at >= QUIET_CALLER_S
             and now - self.bot_audio_at >= QUIET_BOT_S
             and not self.response_open
-            and not (self.owed and now - self.caller_voiced_at < OWED_FOR_S)
+            and not (self.owed and now - self.owed_at < OWED_FOR_S)
             and not self.tools
         )
 

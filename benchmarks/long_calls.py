@@ -10,14 +10,25 @@ a tool, a long answer it talks over, goodbye. The model side is either
   the model end-points sooner than the bridge (0.15-0.45 s) and a connection also goes 0.5-3 s after an
   answer (the order of events in which an utterance was once answered twice); or
 - ``nova``: the real ``BedrockNovaSonicModel`` (with quiet switch-over, as shipped) against the local Nova
-  with its 8-minute cap on a 1/40 clock, seeded extra timeouts, and 0.1-5 s stream set-ups.
+  with its 8-minute cap on a 1/40 clock, seeded extra timeouts, and 0.1-5 s stream set-ups;
+- ``openai``: the real ``OpenAIRealtimeModel`` (the project's, with its quiet switch-over) against the local
+  OpenAI, whose sessions expire (``session_expired``: strands reconnects and replays the history) at 60 minutes on
+  a 1/400 clock, strands replacing them at 45; every new session takes 0.1-5 s. In the ``timed`` mode sessions
+  also expire at seeded moments; in ``cued`` mode mid-utterance (twice), mid-answer and 0.5-3 s after an answer,
+  with the caller's transcript coming after the answer's audio and turns ended after 0.2-0.45 s of quiet (sooner
+  than the bridge: the order in which an utterance was once answered twice);
+- ``gemini``: the real ``GoogleGeminiLiveModel`` (the project's) against the local Gemini, which sends ``goAway``
+  50 s before its 10-minute limit on a 1/100 clock (strands resumes the session by its handle), strands replacing
+  connections at 9 minutes; one resumption is refused (strands starts afresh and replays the history); every
+  set-up takes 0.1-5 s. ``timed``: seeded early ``goAway`` s; ``cued``: as for OpenAI.
 
 It prints, per model side and overall: utterances heard whole and once by the answering connection, those
 answered twice (must be 0) and those split, caller audio lost, the longest silence the caller sat through
 waiting for the bot, answers cut and picked up.
 ``--without-continuity`` turns telephony.bridge.continuity off, for the figures before it.
 
-    uv run python benchmarks/long_calls.py                  # fake and nova, at least 100 restarts each
+    uv run python benchmarks/long_calls.py                  # fake, nova, openai, gemini: 100+ restarts each
+    uv run python benchmarks/long_calls.py --model openai --restarts 30
     uv run python benchmarks/long_calls.py --model fake --restarts 50 --without-continuity
 """
 
@@ -42,7 +53,6 @@ sys.path.insert(0, str(ROOT))
 
 from strands.bidi import BidiAgent  # noqa: E402
 
-from agent.bedrock_endpoint import BedrockEndpoint, BedrockNovaSonicModel  # noqa: E402
 from agent.quiet_switch import with_quiet_switchover  # noqa: E402
 from agent.tools import end_conversation  # noqa: E402
 from telephony.app import create_app  # noqa: E402
@@ -59,15 +69,18 @@ from telephony.simulation.fakes.long_call import (  # noqa: E402
     score,
     talk,
 )
+from telephony.simulation.fakes.long_call.local_servers import LongCallServer, Restarts, started  # noqa: E402
 from telephony.simulation.local_app.loopback import serve_app  # noqa: E402
-from telephony.simulation.local_nova import Fault, LocalNova, Pacing, SetupDelay, TimeLimits  # noqa: E402
 from telephony.simulation.local_nova.pytest_plugin import _FAKE_ENV  # noqa: E402
 
 SETTINGS = Settings(greeting="", prewarm=False, hangup_grace_s=0.3, agent_start_timeout_s=15.0)
 SUMMARY = re.compile(r"call=(?P<sid>CA\w+) \| call ended \|.*caller_audio_dropped_chunks=(?P<dropped>\d+)")
 CUT_AT = ("utterance", "answer", "tool call", "barge-in", "goodbye")
 FAKE_MODES = ("proactive", "reactive", "quiet", "after-answer")
-NOVA_SCALE = 1 / 40
+MODELS = ("fake", "nova", "openai", "gemini")
+MODES = {"fake": FAKE_MODES, "nova": ("nova",), "openai": ("timed", "cued"), "gemini": ("timed", "cued")}
+SCALES = {"nova": 1 / 40, "openai": 1 / 400, "gemini": 1 / 100}
+"""Real seconds per provider second."""
 
 
 class Summaries(logging.Handler):
@@ -122,53 +135,58 @@ def fake_model(plan: Any, rng: random.Random, mode: str) -> LimitedModel:
     return LimitedModel(brain, timeout_after_s=interval, setup_s=setup, cut_at=set(rng.sample(CUT_AT, 2)))
 
 
+def server_restarts(side: str, mode: str, seed: int, rng: random.Random) -> Restarts:
+    """How a call on ``side``'s local server has its connections replaced (see the module docstring)."""
+    if mode != "cued":
+        return Restarts(SCALES[side], seed=seed, refused_resumes=int(side == "gemini"))
+    return Restarts(
+        SCALES[side],
+        seed=seed,
+        early=0,
+        refused_resumes=int(side == "gemini"),
+        cues=("utterance", "answer", "after answer", "utterance"),
+        after_answer_s=rng.uniform(0.5, 3.0),
+        after_answer_n=rng.randint(1, 3),
+        late_transcripts=side == "openai",
+        endpoint_s=rng.uniform(0.2, 0.45) if side == "openai" else None,
+    )
+
+
 async def one_call(side: str, index: int, seed: int, summaries: Summaries, speed: float) -> Run:
     rng = random.Random(seed * 1000 + index)
     plan = make_plan(seed * 1000 + index, turns=6)
+    mode = MODES[side][index % len(MODES[side])]
+    if side == "fake":
+        models: list[LimitedModel] = []
+
+        def factory(call: Any) -> BidiAgent:
+            models.append(fake_model(plan, rng, mode))
+            return BidiAgent(model=models[-1], tools=[end_conversation, lookup], system_prompt="test")
+
+        run = await talk_through(factory, plan, index, summaries, speed)
+        return Run(side, mode, run[0], run[1], [s for model in models for s in model.setups])
+    restarts = server_restarts(side, mode, seed * 1000 + index, rng)
+    async with started(side) as server, LongCallServer(side, server, ToneConversation(plan), restarts) as line:
+        result, dropped = await talk_through(line.agent, plan, index, summaries, speed)
+    result.problems += [f"{side} server: {violation}" for violation in server.violations]
+    return Run(side, mode, result, dropped, line.setups)
+
+
+async def talk_through(factory: Any, plan: Any, index: int, summaries: Summaries, speed: float) -> tuple[Score, int]:
+    """One call through the real app: the caller follows ``plan``; its score and the caller audio dropped."""
     sid = f"CA{index:032d}"
     tap = Tap()
-    mode = FAKE_MODES[index % len(FAKE_MODES)] if side == "fake" else "nova"
-    models: list[Any] = []
-    nova: LocalNova | None = None
-    if side == "nova":
-        nova = await LocalNova(brain=ToneConversation(plan)).start()
-        nova.limits = TimeLimits(connection_limit_s=480.0, time_scale=NOVA_SCALE)
-        nova.pacing = Pacing(chunk_s=0.04, speedup=4.0)
-        nova.setup_delay = SetupDelay(between=(0.1, 5.0), seed=seed * 1000 + index)
-        for _ in range(3):
-            nova.faults.push(Fault.exception("modelTimeoutException", rng.uniform(1.5, 6.0)))
-            nova.faults.push(Fault.exception("modelTimeoutException", 1e9))
-        endpoint = BedrockEndpoint(url=nova.endpoint, ca_bundle=str(nova.ca_file))
-
-    def factory(call: Any) -> BidiAgent:
-        if nova is not None:
-            model: Any = BedrockNovaSonicModel(
-                endpoint=endpoint,
-                model_id="amazon.nova-2-sonic-v1:0",
-                region="us-east-1",
-                connection={"restart_after_s": 420 * NOVA_SCALE},
-            )
-        else:
-            model = fake_model(plan, rng, mode)
-        models.append(model)
-        return BidiAgent(model=model, tools=[end_conversation, lookup], system_prompt="test")
-
     app = create_app(SETTINGS, agent_factory=factory, observers=[lambda call: tap])
-    try:
-        async with serve_app(app, log_config=None) as base:
-            caller = SimulatedCaller(f"ws://{base}/media-stream", call_sid=sid, speed=speed)
-            async with caller:
-                await caller.connect()
-                log = await talk(caller, plan, answer_timeout=25.0)
-            for _ in range(100):
-                if sid in summaries.dropped:
-                    break
-                await asyncio.sleep(0.05)
-    finally:
-        if nova is not None:
-            await nova.aclose()
-    setups = list(nova.setup_delay.drawn) if nova is not None else [s for m in models for s in m.setups]
-    return Run(side, mode, score(plan, log, tap, caller), summaries.dropped.get(sid, -1), setups)
+    async with serve_app(app, log_config=None) as base:
+        caller = SimulatedCaller(f"ws://{base}/media-stream", call_sid=sid, speed=speed)
+        async with caller:
+            await caller.connect()
+            log = await talk(caller, plan, answer_timeout=25.0)
+        for _ in range(100):
+            if sid in summaries.dropped:
+                break
+            await asyncio.sleep(0.05)
+    return score(plan, log, tap, caller), summaries.dropped.get(sid, -1)
 
 
 async def run_side(side: str, restarts: int, concurrency: int, seed: int, summaries: Summaries) -> list[Run]:
@@ -216,7 +234,9 @@ def report(title: str, runs: list[Run]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", choices=["fake", "nova", "both"], default="both")
+    parser.add_argument(
+        "--model", choices=[*MODELS, "all", "both"], default="all", help="one model side, all four, or both: fake, nova"
+    )
     parser.add_argument("--restarts", type=int, default=100, help="at least this many restarts per model side")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
@@ -224,6 +244,8 @@ def main() -> None:
     parser.add_argument("--log", type=Path, help="write the calls' INFO log lines to this file")
     args = parser.parse_args()
     os.environ.update(_FAKE_ENV)
+    for name in ("NO_PROXY", "no_proxy"):  # loopback past any proxy (websockets honours the proxy variables)
+        os.environ[name] = ",".join(filter(None, [os.environ.get(name, ""), "127.0.0.1", "localhost"]))
     logging.basicConfig(level=logging.WARNING)
     summaries = Summaries()
     root = logging.getLogger()
@@ -239,15 +261,15 @@ def main() -> None:
         Continuity.attach = lambda self: None  # type: ignore[method-assign]
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     print("continuity: " + ("OFF (the bridge before issue 12)" if args.without_continuity else "on"))
-    sides = ["fake", "nova"] if args.model == "both" else [args.model]
+    sides = {"all": list(MODELS), "both": ["fake", "nova"]}.get(args.model, [args.model])
     everything: list[Run] = []
     for side in sides:
         concurrency = args.concurrency if side == "fake" else max(1, args.concurrency // 2)
         runs = asyncio.run(run_side(side, args.restarts, concurrency, args.seed, summaries))
         everything += runs
-        if side == "fake":
-            for mode in FAKE_MODES:
-                report(f"fake model, {mode} restarts", [run for run in runs if run.mode == mode])
+        if len(MODES[side]) > 1:
+            for mode in MODES[side]:
+                report(f"{side} model, {mode} restarts", [run for run in runs if run.mode == mode])
         report(f"{side} model, all", runs)
     if len(sides) > 1:
         report("overall", everything)

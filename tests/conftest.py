@@ -170,6 +170,7 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "bridge/test_early_barge_in.py::test_noise_",
         "bridge/test_long_calls.py",
         "simulation/test_demo.py",
+        "simulation/test_long_calls_models.py",
         "simulation/test_long_calls_nova.py",
         "simulation/test_own_agent.py",
         "simulation/test_scenarios.py",

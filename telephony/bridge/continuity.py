@@ -15,7 +15,9 @@ by the events the session sees, prevents each:
   to hold up to ``VOICEBOT_RESTART_HOLD_MS`` meanwhile, and delivers it in order afterwards.
 - **Silent cuts.** An answer the model had not finished when its connection went is recorded as cut
   (a ``cut`` note: seconds heard, the words heard as far as the text tells), and the new connection is
-  told where the caller stopped hearing it, so it picks up instead of leaving the caller in silence.
+  told where the caller stopped hearing it, so it picks up instead of leaving the caller in silence. If the
+  question it answered had no complete transcript yet (a model may finish one after its answer), the question is
+  in no history: the new connection hears it again instead (:class:`OpenQuestion`), and answers it.
 
 One more hazard is strands' own: a scheduled swap runs in a task the agent no longer holds, so
 ``agent.stop()`` does not stop it, and it would open the next connection after the call ended (and leave
@@ -41,12 +43,13 @@ from strands.bidi.types import (
     BidiMessage,
     BidiResponseStartEvent,
     BidiTranscriptStartEvent,
+    BidiTranscriptStopEvent,
 )
 from strands.types.content import TextBlock
 
 from agent.quiet_switch import QuietSwitchTimeout
 from telephony.bridge.answer import AnswerState, decoded_length
-from telephony.bridge.cut_answer import CutAnswer, words_heard
+from telephony.bridge.cut_answer import CutAnswer, OpenQuestion, words_heard
 from telephony.bridge.utterance_keeper import UtteranceKeeper
 from telephony.operations.logs import CallLog
 
@@ -132,6 +135,7 @@ class Continuity:
         """The latest answer took a caller turn that no transcript had: that turn's transcript takes nothing more."""
         self._turn_transcribed = False
         """A user transcript came since the latest answer started: the next answer's turn was transcribed already."""
+        self._question = OpenQuestion()
 
     def attach(self) -> None:
         """Register on the agent's restart hooks (they fire at the swap, before the gate reopens)."""
@@ -181,13 +185,18 @@ class Continuity:
             if self._answer_took_turn:
                 self._answer_took_turn = False  # the transcript of a turn its answer already took (at its start, late)
             else:
-                self.keeper.took(self._clock())
+                if self.keeper.took(self._clock()):
+                    self._question.took(self.keeper.last_taken)
                 self._turn_transcribed = True
+        elif isinstance(event, BidiTranscriptStopEvent) and event.role == "user":
+            self._question.transcript_ended()
         elif isinstance(event, BidiResponseStartEvent):
             # The answer is proof the model heard: its transcript may come before, at its start, late, or never.
             took = self.keeper.took(self._clock())
             self._answer_took_turn = took and not self._turn_transcribed
             self._turn_transcribed = False
+            if took:
+                self._question.took(self.keeper.last_taken)
         elif isinstance(event, BidiConnectionRestartEvent):
             self._log.debug("restart event delivered (%s, turn_interrupted=%s)", event.reason, event.turn_interrupted)
         elif isinstance(event, BidiConnectionWarningEvent):
@@ -221,6 +230,8 @@ class Continuity:
             why,
         )
         self._cut = self._take_cut(event.reason)
+        if self._cut is not None and not self._cut.tool_pending and not self._side.goodbye_armed():
+            self._question.answer_cut()
 
     def _take_cut(self, reason: str) -> CutAnswer | None:
         """An answer the old connection had not finished is cut here: record it and close it.
@@ -265,12 +276,18 @@ class Continuity:
             self._swap_task = None
             self._cut = None
             self._answer_took_turn = self._turn_transcribed = False  # the old connection's late transcript never comes
+            self._question.swapped()
             self._last_swap_end = self._clock()
             self._idle.set()
 
     async def _tell_about_cut(self) -> None:
         cut = self._cut
         if cut is None:
+            return
+        if self._question.ask_again:
+            self._log.info("the cut answer's question had no transcript yet: the new connection hears it again")
+            self.stats.resumed += 1
+            self._side.note("resume", cut.heard_text)
             return
         if cut.tool_pending or self._side.goodbye_armed():
             why = "a tool result is on its way" if cut.tool_pending else "the call is ending"
@@ -285,8 +302,9 @@ class Continuity:
         self._side.note("resume", cut.heard_text)
 
     async def _carry_over(self, now: float) -> bytes:
-        """Give the new connection the utterance the old one had not finished hearing, first."""
-        carried = self.keeper.unheard(now)
+        """Give the new connection the utterance the old one had not finished hearing, first (after the question of
+        a cut answer that is in no history)."""
+        carried = self._question.ask_again + self.keeper.unheard(now)
         step = max(2, int(CARRY_CHUNK_S * self._bytes_per_s) // 2 * 2)
         try:
             for offset in range(0, len(carried), step):

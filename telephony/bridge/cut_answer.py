@@ -1,4 +1,5 @@
-"""An answer the model had not finished when its connection was replaced, and what of it the caller heard."""
+"""An answer the model had not finished when its connection was replaced, what of it the caller heard, and the
+caller's question it answered while that question was in no history yet."""
 
 from __future__ import annotations
 
@@ -48,6 +49,44 @@ class CutAnswer:
         )
 
 
+class OpenQuestion:
+    """The caller's turn the model took last, while no complete transcript of it has come.
+
+    strands puts a user transcript in the conversation history when it ends; a model may end it after its answer
+    (OpenAI transcribes beside the model), and the connection may go before it does. Then the question is in no
+    history the next connection is given: if its answer was cut, the new connection must hear the question
+    again (``ask_again``) rather than be told to carry on with an answer to a question it never heard.
+    """
+
+    def __init__(self) -> None:
+        self.audio = b""
+        """The question's audio (empty: none open)."""
+        self.ask_again = b""
+        """The question of an answer a swap cut: for the new connection, first."""
+        self._transcribed = False
+
+    def took(self, taken: bytes) -> None:
+        """The model took a caller turn (an answer or a transcript began after it): the open question now, unless
+        its transcript has ended already."""
+        self.audio = b"" if self._transcribed else taken
+        self._transcribed = False
+
+    def transcript_ended(self) -> None:
+        """A user transcript ended: the open question's, or (none open) that of the turn the model takes next."""
+        if self.audio:
+            self.audio = b""
+        else:
+            self._transcribed = True
+
+    def answer_cut(self) -> None:
+        self.ask_again = self.audio
+
+    def swapped(self) -> None:
+        """The new connection has what it needs; the old one's late transcript never comes."""
+        self.audio = self.ask_again = b""
+        self._transcribed = False
+
+
 def words_heard(text: str, seconds: float, chars_per_second: float = CHARS_PER_SECOND) -> str:
     """The start of ``text`` that ``seconds`` of speech covers, cut at a word boundary."""
     text = text.strip()
@@ -61,4 +100,4 @@ def words_heard(text: str, seconds: float, chars_per_second: float = CHARS_PER_S
     return text[:cut].rstrip(" ,;:")
 
 
-__all__ = ["CutAnswer", "words_heard"]
+__all__ = ["CutAnswer", "OpenQuestion", "words_heard"]

@@ -11,8 +11,9 @@ cost threefold for 40 ms of hold on the oldest frame. Text never waits: it flush
 
 While a connection is being replaced the buffer is told to ``hold()``: it then keeps up to a larger
 bound (``VOICEBOT_RESTART_HOLD_MS``), since everything the caller says meanwhile must reach the new
-connection, in order. After ``release()`` the bound comes back down only as the backlog drains, so
-releasing never drops what was held; the backlog leaves in sends of at most ``SendChunks.most_bytes``.
+connection, in order. After ``release()`` the bound is the backlog plus the normal bound, and comes back down
+only as the backlog drains, so neither what was held nor what arrives while it drains is dropped; the backlog
+leaves in sends of at most ``SendChunks.most_bytes``.
 """
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ class InboundBuffer:
             size += len(chunk)
         audio = b"".join(chunks)
         self._audio_bytes -= len(audio)
-        if not self._holding:
-            self._max_audio_bytes = max(self._normal_max, self._audio_bytes)
+        if not self._holding:  # a released backlog drains: the bound follows it down to the normal one
+            self._max_audio_bytes = min(self._max_audio_bytes, self._audio_bytes + self._normal_max)
         return Inbound(audio, received_at, newest_at)
 
     def hold(self, max_audio_bytes: int) -> None:
@@ -119,9 +120,10 @@ class InboundBuffer:
         self._max_audio_bytes = max(self._normal_max, max_audio_bytes, self._audio_bytes)
 
     def release(self) -> None:
-        """The new connection takes input again: back to the normal bound once the backlog has drained."""
+        """The new connection takes input again: back to the normal bound once the backlog has drained (until then
+        the normal bound's worth of new audio may queue behind it, as behind an empty buffer)."""
         self._holding = False
-        self._max_audio_bytes = max(self._normal_max, self._audio_bytes)
+        self._max_audio_bytes = self._audio_bytes + self._normal_max
 
     @property
     def holding(self) -> bool:

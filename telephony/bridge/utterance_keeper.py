@@ -75,6 +75,9 @@ class UtteranceKeeper:
         self._last_loud_end = 0
         self.trimmed_bytes = 0
         """Audio of over-long utterances that could not be kept (their start is not carried over)."""
+        self.last_taken = b""
+        """What the latest :meth:`took` took, with its pre-roll: a model that answered it before transcribing it
+        and lost its connection mid-answer never puts it in the history, and a new connection must hear it again."""
 
     @property
     def _end(self) -> int:
@@ -124,15 +127,22 @@ class UtteranceKeeper:
         speaks), and the utterance stays whole.
         """
         self._drop_heard()
-        before = len(self._segments)
+        ended = [segment for segment in self._segments if segment.end is not None]
         self._segments = [segment for segment in self._segments if segment.end is None]
-        taken = len(self._segments) < before
-        if not taken and self._segments and self._quiet_run * FRAME_S >= ENDPOINT_MIN_S:
+        span = (ended[0], ended[-1].end) if ended else None
+        if not ended and self._segments and self._quiet_run * FRAME_S >= ENDPOINT_MIN_S:
             current = self._segments[-1]
-            taken = current.start < self._end
+            if current.start < self._end:
+                span = (_Segment(current.start, preroll=current.preroll), self._end)
             current.start, current.preroll = self._end, False
+        self.last_taken = self._audio_of(*span) if span is not None else b""
         self._trim(now)
-        return taken
+        return span is not None
+
+    def _audio_of(self, first: _Segment, end: int | None) -> bytes:
+        """Audio from ``first``'s start (with its pre-roll) to ``end``, as far as it is still kept."""
+        start = max(self._base, first.start - (self._preroll if first.preroll else 0))
+        return bytes(self._audio[start - self._base : (end if end is not None else self._end) - self._base])
 
     def unheard(self, now: float) -> bytes:
         """Audio a new connection must hear again (empty when the old one heard everything said)."""
@@ -153,6 +163,7 @@ class UtteranceKeeper:
         self._pending = b""
         self._segments = []
         self._loud_run = self._quiet_run = 0
+        self.last_taken = b""
         self.sent(carried, now)
 
     def _frame(self, loud: bool, offset: int, now: float) -> None:

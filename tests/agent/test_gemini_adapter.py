@@ -7,8 +7,12 @@ from dataclasses import replace
 
 import pytest
 from google.genai import errors
+from strands.bidi.types import BidiMessage, BidiToolUseBlocksEvent
+from strands.types.content import TextBlock
+from strands.types.tools import ToolResultBlock, ToolUse
 
 from agent.gemini import GeminiEndpoint, GeminiLiveModel, GeminiTarget, operator_hint
+from agent.gemini.tool_results import ToolCalls
 from agent.models import create_model, describe_model
 from telephony.config import Settings
 
@@ -66,3 +70,22 @@ def test_refusals_get_the_operators_next_step(error: BaseException, hint: str) -
 def test_other_errors_get_no_hint() -> None:
     assert operator_hint(errors.APIError(1000, "bye"), TARGET) is None
     assert operator_hint(RuntimeError("boom"), TARGET) is None
+
+
+def test_a_result_for_a_call_another_connection_made_goes_as_text() -> None:
+    calls = ToolCalls()
+    use = ToolUse(toolUseId="call-1", name="lookup", input={"query": "523"})
+    calls.seen(BidiToolUseBlocksEvent(tool_uses=[use]))
+    result = ToolResultBlock(tool_use_id="call-1", status="success", content=[{"text": "found 523"}])
+    message = BidiMessage(content=[result])
+    assert calls.for_this_connection(message) == [message]  # the connection that made the call takes the result
+    calls.new_connection()
+    [as_text] = calls.for_this_connection(message)  # the one that replaced it never saw the call
+    [block] = as_text.content
+    assert isinstance(block, TextBlock) and "tool call finished" in block.text
+    assert 'Tool: lookup\nArguments: {"query": "523"}\nStatus: success\nResult:\nfound 523' in block.text
+    # a result of its own and a late one: strands' messages may not mix results with text, so two messages
+    calls.seen(BidiToolUseBlocksEvent(tool_uses=[ToolUse(toolUseId="call-2", name="lookup", input={})]))
+    own = ToolResultBlock(tool_use_id="call-2", status="success", content=[{"json": {"n": 1}}])
+    first, second = calls.for_this_connection(BidiMessage(content=[result, own]))
+    assert first.content == [own] and isinstance(second.content[0], TextBlock)

@@ -79,6 +79,20 @@ def test_a_model_that_end_points_sooner_is_not_sent_what_it_heard() -> None:
     assert abs(seconds(keeper.unheard(1.0)) - 0.2) < 0.03  # only what came after its transcript
 
 
+def test_what_an_answer_took_is_kept_until_a_new_take() -> None:
+    """A model may answer before it transcribes: what its answer took is kept, in case the answer is cut by a
+    swap and the transcript never comes (continuity gives it to the new connection again)."""
+    keeper = UtteranceKeeper(RATE)
+    feed(keeper, quiet(0.5) + speech(0.8) + quiet(0.6))
+    assert keeper.took(1.0)
+    assert abs(seconds(keeper.last_taken) - (0.3 + 0.8)) < 0.03  # with its pre-roll, up to its last loud frame
+    assert keeper.last_taken.endswith(speech(0.8)[-FRAME:]) and keeper.unheard(1.0) == b""
+    feed(keeper, speech(0.5) + quiet(0.2))  # a model that end-points sooner than we do: taken up to now
+    assert keeper.took(2.0) and abs(seconds(keeper.last_taken) - (0.3 + 0.5 + 0.2)) < 0.03
+    feed(keeper, quiet(0.3))
+    assert not keeper.took(3.0) and keeper.last_taken == b""  # nothing new to take
+
+
 def test_an_utterance_the_model_ignored_is_let_go() -> None:
     keeper = UtteranceKeeper(RATE, expiry_s=5.0)
     feed(keeper, speech(0.3) + quiet(0.6), now=10.0)

@@ -227,3 +227,20 @@ async def test_a_scheduled_swap_as_a_fast_model_answers_the_goodbye_gives_nothin
     result, tap, _, model, dropped = await run_call(lambda: model, plan, caplog)
     assert tap.restarts == ["scheduled"]
     assert_whole(result, dropped)
+
+
+async def test_an_answer_cut_before_its_question_was_transcribed_gets_the_question_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A model that transcribes the caller after its answer's audio loses its connection mid-answer: the question
+    never reaches the history, so the new connection hears it again and answers it (no "as I was saying")."""
+    plan = Plan([Utterance(360.0, 1.0, "long"), Utterance(720.0, 0.8, "bye")])
+    model = LimitedModel(ToneConversation(plan), cut_at={"answer"}, late_transcripts=True, setup_s=0.3)
+    result, tap, call, model, dropped = await run_call(lambda: model, plan, caplog)
+    assert model.cuts_done == ["answer"] and tap.restarts == ["timeout"]
+    assert_whole(result, dropped)
+    assert result.answered_twice == 0 and result.split == 0
+    assert result.cuts == 1 and result.resumed == 1
+    assert "the cut answer's question had no transcript yet: the new connection hears it again" in caplog.text
+    assert model.connections[1].index == 1 and model.brain.turns == 3  # the question twice (one cut), the goodbye
+    assert not any(abs(hz - RESUME_HZ) < 60 for hz in heard_pitches(call)), "told to pick up an unknown question"

@@ -15,6 +15,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from telephony.simulation.local_gemini import Fault, LocalGemini, Reply, ScriptedBrain, TimeLimits, Tone, ToolRequest
+from telephony.simulation.local_nova import SetupDelay
 
 from ..waiting import until
 
@@ -172,3 +173,33 @@ async def test_go_away_comes_before_the_connection_limit(local_gemini: LocalGemi
     assert (await closed_with(websocket))[0] == 1000
     assert 0.95 < time.monotonic() - opened < 1.3
     assert local_gemini.sessions[0].ended_by == "connection limit"
+
+
+@pytest.mark.parametrize("how", ["fault", "now"])
+async def test_go_away_can_come_sooner_than_the_limit(local_gemini: LocalGemini, how: str) -> None:
+    """A queued ``Fault.go_away`` or ``go_away(index)``: the limit's notice early, then the close when it runs out."""
+    local_gemini.limits = TimeLimits(connection_limit_s=600, go_away_notice_s=50, time_scale=1 / 100)
+    if how == "fault":
+        local_gemini.faults.push(Fault.go_away(0.3))
+    websocket = await open_live(local_gemini)
+    await messages_until(websocket, "setupComplete")
+    opened = time.monotonic()
+    if how == "now":
+        assert local_gemini.go_away(0) and not local_gemini.go_away(1)  # only an open connection can be told
+    [*_, go_away] = await messages_until(websocket, "goAway")
+    told = time.monotonic()
+    assert (0.25 if how == "fault" else 0.0) < told - opened < 0.45  # not 5.5 s, the limit's
+    assert float(go_away["goAway"]["timeLeft"].removesuffix("s")) == pytest.approx(50, abs=5)
+    assert (await closed_with(websocket))[0] == 1000
+    assert 0.45 < time.monotonic() - told < 0.8  # when the 50 s notice (0.5 s here) ran out
+    assert local_gemini.sessions[0].sent.count("goAway") == 1
+
+
+async def test_a_slow_set_up_holds_back_setup_complete(local_gemini: LocalGemini) -> None:
+    local_gemini.setup_delay = SetupDelay(fixed_s=0.4)
+    started = time.monotonic()
+    websocket = await open_live(local_gemini)
+    await messages_until(websocket, "setupComplete")
+    assert 0.4 <= time.monotonic() - started < 1.0
+    assert local_gemini.setup_delay.drawn == [0.4]
+    await websocket.close()

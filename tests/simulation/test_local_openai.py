@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import logging
 import math
 import os
 import subprocess
@@ -20,8 +22,8 @@ from strands.bidi.types.media import AudioDelta
 from websockets.asyncio.client import ClientConnection, connect
 
 from agent.openai import OpenAIRealtime
-from telephony.simulation.local_nova import Pacing, Reply, ScriptedBrain, Tone
-from telephony.simulation.local_openai import LocalOpenAI
+from telephony.simulation.local_nova import Pacing, Reply, ScriptedBrain, SetupDelay, Tone
+from telephony.simulation.local_openai import Fault, LocalOpenAI
 
 SESSION = {
     "type": "realtime",
@@ -116,7 +118,9 @@ async def test_talking_over_a_reply_already_generated_gets_only_speech_started_a
             if isinstance(event, BidiResponseStopEvent):
                 break
         assert content_id is not None
-        await stream(model, tone(0.3) + bytes(24000))  # the caller talks while 4 s of it would still be playing
+        # the caller talks while 4 s of it would still be playing (0.4 s of quiet after: less than the 0.5 s that
+        # ends a turn, strands' silence_duration_ms)
+        await stream(model, tone(0.3) + bytes(19200))
         await asyncio.sleep(0.3)
         [session] = local_openai.sessions
         assert session.barge_ins == 1 and session.cancelled == 0
@@ -130,6 +134,84 @@ async def test_talking_over_a_reply_already_generated_gets_only_speech_started_a
         await events.aclose()
     finally:
         await model.stop()
+
+
+async def append(websocket: ClientConnection, pcm: bytes) -> None:
+    """Caller audio in 50 ms appends, at 5x real time."""
+    for offset in range(0, len(pcm), 2400):
+        audio = base64.b64encode(pcm[offset : offset + 2400]).decode()
+        await websocket.send(json.dumps({"type": "input_audio_buffer.append", "audio": audio}))
+        await asyncio.sleep(0.01)
+
+
+def with_silence_ms(silence_ms: int) -> dict[str, Any]:
+    vad = {"type": "server_vad", "silence_duration_ms": silence_ms}
+    return {**SESSION, "audio": {**SESSION["audio"], "input": {**SESSION["audio"]["input"], "turn_detection": vad}}}
+
+
+@pytest.mark.parametrize(("silence_ms", "ends"), [(300, True), (800, False)])
+async def test_the_vad_ends_a_turn_after_the_sessions_silence_duration(
+    local_openai: LocalOpenAI, silence_ms: int, ends: bool
+) -> None:
+    """0.5 s of quiet after speech ends a turn for a session asking for 300 ms, not for one asking for 800 ms."""
+    local_openai.brain = ScriptedBrain()  # a turn gets no answer: only the VAD's events are looked at
+    async with raw(local_openai) as websocket:
+        await websocket.send(json.dumps({"type": "session.update", "session": with_silence_ms(silence_ms)}))
+        await append(websocket, tone(0.4) + bytes(24000))
+        await asyncio.sleep(0.2)
+    assert ("input_audio_buffer.speech_stopped" in local_openai.sessions[0].sent) == ends
+    assert "input_audio_buffer.speech_started" in local_openai.sessions[0].sent
+
+
+async def test_a_late_transcript_comes_even_when_the_caller_cuts_the_response_off(local_openai: LocalOpenAI) -> None:
+    """The service transcribes beside the response: cancelling the response does not lose the caller's words."""
+    local_openai.late_transcripts = True
+    local_openai.pacing = Pacing(speedup=1.0)  # slow enough to talk over while it is being made
+    local_openai.brain = ScriptedBrain(turns=[Reply(text="A long story.", audio=Tone(3.0), heard="tell me a story")])
+    async with raw(local_openai) as websocket:
+        await websocket.send(json.dumps({"type": "session.update", "session": SESSION}))
+        await append(websocket, tone(0.4) + bytes(36000))
+        await next_of(websocket, "response.output_audio.delta")
+        await append(websocket, tone(0.3))
+        done = await next_of(websocket, "response.done")
+        transcript = await next_of(websocket, "conversation.item.input_audio_transcription.completed")
+    assert done["response"]["status"] == "cancelled"
+    assert transcript["transcript"] == "tell me a story"
+
+
+@pytest.mark.parametrize("how", ["fault", "now"])
+async def test_a_session_can_expire_sooner_than_its_limit(local_openai: LocalOpenAI, how: str) -> None:
+    """A queued ``Fault.expires`` or ``expire_session(index)``: ``session_expired`` as at the limit, then the close."""
+    if how == "fault":
+        local_openai.faults.push(Fault.expires(0.3))
+    async with raw(local_openai) as websocket:
+        opened = asyncio.get_running_loop().time()
+        await websocket.send(json.dumps({"type": "session.update", "session": SESSION}))
+        await next_of(websocket, "session.updated")
+        if how == "now":
+            assert local_openai.expire_session(0) and not local_openai.expire_session(1)
+        error = await next_of(websocket, "error")
+        expired_after = asyncio.get_running_loop().time() - opened
+    assert error["error"]["code"] == "session_expired"
+    assert (0.25 if how == "fault" else 0.0) < expired_after < 0.6  # not the hour of the limit
+    assert local_openai.sessions[0].ended_by == ("expired early" if how == "now" else "session limit")
+
+
+async def test_a_slow_set_up_holds_back_the_handshake(
+    local_openai: LocalOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    local_openai.setup_delay = SetupDelay(fixed_s=0.4)
+    started = asyncio.get_running_loop().time()
+    async with raw(local_openai):
+        assert 0.4 <= asyncio.get_running_loop().time() - started < 1.0
+    assert local_openai.setup_delay.drawn == [0.4]
+    # a client that gives up during the set-up (a call ending mid-swap) leaves nothing to answer, and no error
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.1), raw(local_openai):
+            pass
+    await asyncio.sleep(0.5)
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert len(local_openai.sessions) == 1
 
 
 def test_process_mode_serves_until_told_to_stop(tmp_path: Any) -> None:

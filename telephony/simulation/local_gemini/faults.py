@@ -2,8 +2,10 @@
 
 A Live connection lasts about 10 minutes: some time before the end the service sends ``goAway`` with the time
 left, then closes. Times are multiplied by ``time_scale`` so a test lives through it in a second or two.
-Refusals are queued and taken by new connections in order; the service answers them the way it answers a bad
+Faults are queued and taken by new connections in order. Refusals are answered the way the service answers a bad
 key, a used-up quota or an unknown model: it accepts the WebSocket, reads the ``setup`` and closes with a code.
+A connection can also be told to go away sooner than its limit (the service sends ``goAway`` whenever it is about
+to drop a connection, not only at the limit).
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ class TimeLimits:
 
 @dataclass(frozen=True)
 class Fault:
-    """What goes wrong with one connection: a close at set-up, a refused resumption, or a close mid-call."""
+    """What goes wrong with one connection: a close at set-up, a refused resumption, a close mid-call, or a
+    ``goAway`` sooner than the limit's."""
 
-    kind: Literal["reject", "refuse_resume", "close"]
+    kind: Literal["reject", "refuse_resume", "close", "go_away"]
     code: int = 1011
     reason: str = ""
     after_s: float = 0.0
@@ -66,6 +69,11 @@ class Fault:
     def close(cls, after_s: float, code: int = 1011, reason: str = "Internal error encountered.") -> Fault:
         """The connection is closed mid-call with ``code``."""
         return cls("close", code, reason, after_s)
+
+    @classmethod
+    def go_away(cls, after_s: float) -> Fault:
+        """``goAway`` comes ``after_s`` after the connection is set up (if the limit's does not come first)."""
+        return cls("go_away", after_s=after_s)
 
 
 class FaultQueue:

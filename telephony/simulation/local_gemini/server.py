@@ -24,6 +24,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from telephony.simulation.local_nova.certs import make_certificates
+from telephony.simulation.local_nova.faults import SetupDelay
 from telephony.simulation.local_nova.replies import Brain, BrainsByPrompt, Reply, ScriptedBrain, session_brain
 
 from .faults import FaultQueue, TimeLimits
@@ -52,6 +53,7 @@ class LocalGemini:
         pacing: audio chunk size and how much faster than real time replies stream.
         api_keys: the keys accepted (None: any non-empty key); another key is refused with 1007.
         models: the model ids offered (None: any); another is refused with 1008.
+        setup_delay: how long each accepted connection takes to be set up before ``setupComplete`` (default: none).
         port: TCP port on 127.0.0.1 (0: any free port).
         cert_dir: where to write the throwaway CA and server certificate (default: a temporary directory).
     """
@@ -64,6 +66,7 @@ class LocalGemini:
         pacing: Pacing | None = None,
         api_keys: set[str] | None = None,
         models: set[str] | None = None,
+        setup_delay: SetupDelay | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         cert_dir: Path | None = None,
@@ -73,6 +76,7 @@ class LocalGemini:
         self.pacing = pacing or Pacing()
         self.api_keys = api_keys
         self.models = models
+        self.setup_delay = setup_delay or SetupDelay()
         self.faults = FaultQueue()
         self.sessions: list[SessionRecord] = []
         self.handles: dict[str, int] = {}
@@ -84,6 +88,7 @@ class LocalGemini:
         self._server: Server | None = None
         self._changed = asyncio.Condition()
         self._notifiers: set[asyncio.Task[None]] = set()
+        self._open: dict[int, GeminiSession] = {}
         self.ca_file: Path = Path()
 
     @property
@@ -127,6 +132,13 @@ class LocalGemini:
         )
         log.info("local gemini listening on %s", self.base_url)
         return self
+
+    def go_away(self, index: int) -> bool:
+        """Connection ``index`` gets ``goAway`` now, as before its limit; False if it is not open."""
+        session = self._open.get(index)
+        if session is not None:
+            session.go_away()
+        return session is not None
 
     async def wait_for_sessions(self, count: int, timeout: float = 5.0) -> list[SessionRecord]:
         """Wait until at least ``count`` connections have opened."""
@@ -180,8 +192,14 @@ class LocalGemini:
             conversation_of=self._conversation_of,
             issue_handle=self._issue_handle,
             accepts=self._accepts,
+            setup_delay=self.setup_delay.next,
         )
-        await GeminiSession(websocket, record, parts).run()
+        session = GeminiSession(websocket, record, parts)
+        self._open[record.index] = session
+        try:
+            await session.run()
+        finally:
+            del self._open[record.index]
 
     def _accepts(self, record: SessionRecord) -> tuple[int, str] | None:
         if not record.api_key:

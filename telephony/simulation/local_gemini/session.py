@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable
@@ -86,6 +87,8 @@ class SessionParts:
     issue_handle: Callable[[int], str]
     accepts: Callable[[SessionRecord], tuple[int, str] | None]
     """Whether the key and model are accepted: None, or the close code and reason."""
+    setup_delay: Callable[[], float] = lambda: 0.0
+    """How long the next accepted connection takes to be set up (real seconds) before ``setupComplete``."""
 
 
 class GeminiSession:
@@ -101,6 +104,12 @@ class GeminiSession:
         self._history_open = False
         self._closing: tuple[int, str] | None = None
         self._extra: list[asyncio.Task[None]] = []
+        self._go_away_now = asyncio.Event()
+        self._go_away_after: float | None = None
+
+    def go_away(self) -> None:
+        """Send ``goAway`` now, as before the limit; the connection closes when the notice runs out."""
+        self._go_away_now.set()
 
     async def run(self) -> None:
         try:
@@ -138,10 +147,15 @@ class GeminiSession:
         self.record.conversation = conversation if conversation is not None else -1
         self.record.resumed_handle = info.resume_handle
         self._history_open = info.history_in_client_content
+        delay = self._parts.setup_delay()
+        if delay > 0:
+            await asyncio.sleep(delay)  # a slow set-up: the client's connect() waits for setupComplete
         await self._ws.send(json.dumps({"setupComplete": {}}))
         self.record.sent.append("setupComplete")
         if fault is not None and fault.kind == "close":
             self._parts_task(self._close_after(fault))
+        elif fault is not None and fault.kind == "go_away":
+            self._go_away_after = fault.after_s
         self._resumable_point()
         return True
 
@@ -228,13 +242,17 @@ class GeminiSession:
             await self._ws.send(json.dumps(message))
 
     async def _watch_time(self) -> None:
+        """``goAway`` before the limit (or sooner: a fault, or :meth:`go_away`), then the close when time is up."""
         limits = self._parts.limits
         opened = time.monotonic()
-        await asyncio.sleep(limits.go_away_at)
-        left = max(0.0, limits.connection_limit - (time.monotonic() - opened))
+        notice_at = min(limits.go_away_at, self._go_away_after if self._go_away_after is not None else math.inf)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._go_away_now.wait(), notice_at)
+        notice = limits.go_away_notice_s * limits.time_scale
+        left = max(0.0, min(notice, limits.connection_limit - (time.monotonic() - opened)))
         self._emit({"goAway": {"timeLeft": f"{left / limits.time_scale:.3f}s"}})
         await asyncio.sleep(left)
-        self.record.ended_by = "connection limit"
+        self.record.ended_by = self.record.ended_by or "connection limit"
         await self._drain_then_close(1000, "connection limit")
 
     async def _close_after(self, fault: Fault) -> None:

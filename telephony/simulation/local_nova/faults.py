@@ -102,7 +102,9 @@ class FaultQueue:
 
 @dataclass
 class SetupDelay:
-    """How long Nova takes to set up each new stream before it answers (real seconds, drawn per stream).
+    """How long the service takes to set up each new connection before it answers (real seconds, drawn per
+    connection). Every local server takes one: local OpenAI holds the WebSocket handshake this long, local Gemini
+    its ``setupComplete``, local Nova as follows.
 
     The HTTP/2 stream is accepted at once and what the client sends is read (and its flow-control
     window kept open), but the ``200`` and the session come only after the delay, which then sees

@@ -3,8 +3,9 @@
 The session limit is the service's (60 minutes; strands counts 3000 s and restarts at 2700 s) in seconds the
 test chooses: at the limit the server sends ``error`` ``session_expired`` and closes, as the service does.
 Faults are queued on the server and taken by new sessions in order: ``error`` events at connect
-(``model_not_found``) or when a response is asked for (``rate_limit_exceeded``). A key the server does not know
-is refused at the handshake with HTTP 401 and an ``invalid_api_key`` body, like the service.
+(``model_not_found``) or when a response is asked for (``rate_limit_exceeded``), or a session that expires sooner
+than its limit (``session_expired`` at a chosen moment: where a long call meets the limit is anyone's guess). A key
+the server does not know is refused at the handshake with HTTP 401 and an ``invalid_api_key`` body, like the service.
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ class SessionLimits:
 
 @dataclass(frozen=True)
 class Fault:
-    """An ``error`` event with ``code``, sent at connect (then the socket closes) or at the next response."""
+    """An ``error`` event with ``code``, sent at connect (then the socket closes), at the next response, or
+    ``after_s`` into the session (``expires``: the session limit, sooner)."""
 
     code: str
-    at: Literal["connect", "response"] = "response"
+    at: Literal["connect", "response", "time"] = "response"
     message: str = ""
+    after_s: float = 0.0
 
     @classmethod
     def model_not_found(cls) -> Fault:
@@ -46,6 +49,11 @@ class Fault:
     @classmethod
     def rate_limited(cls) -> Fault:
         return cls("rate_limit_exceeded", at="response")
+
+    @classmethod
+    def expires(cls, after_s: float) -> Fault:
+        """The session expires ``after_s`` after it opens (if its limit does not come first), as at its limit."""
+        return cls("session_expired", at="time", after_s=after_s)
 
     def event(self, event_id: str) -> dict[str, object]:
         return error_event(event_id, self.code, self.message or ERROR_MESSAGES.get(self.code, self.code))

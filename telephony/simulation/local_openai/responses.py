@@ -1,12 +1,13 @@
 """The local OpenAI's turns: server VAD on the caller's audio, responses streamed faster than real time, barge-in.
 
-Caller speech is found by level (local Nova's ``LevelDetector``), as the service's server VAD does, and
-answered through the same brains. Responses stream as OpenAI's do: ``response.created``, the assistant item,
-its audio as ``response.output_audio.delta`` chunks sent ``Pacing.speedup`` times faster than they play, the
-transcript beside it, function calls, then ``response.done``. So, as with the real service, a reply is usually
-done generating long before the caller has heard it: a caller who talks over it then gets only
-``input_audio_buffer.speech_started`` (there is nothing to cancel). A caller who talks while a response is still
-being generated cancels it: ``response.done`` with ``status: cancelled``, ``reason: turn_detected``.
+Caller speech is found by level (local Nova's ``LevelDetector``), as the service's server VAD does, ending after
+the session's ``silence_duration_ms`` of quiet, and answered through the same brains. Responses stream as
+OpenAI's do: ``response.created``, the assistant item, its audio as ``response.output_audio.delta`` chunks sent
+``Pacing.speedup`` times faster than they play, the transcript beside it, function calls, then ``response.done``.
+So, as with the real service, a reply is usually done generating long before the caller has heard it: a caller
+who talks over it then gets only ``input_audio_buffer.speech_started`` (there is nothing to cancel). A caller who
+talks while a response is still being generated cancels it: ``response.done`` with ``status: cancelled``,
+``reason: turn_detected``.
 
 Events go to ``emit`` synchronously; the only suspension points in a response are the brain and the pauses
 between audio chunks, so a cancelled response never leaves an item half-described.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import logging
 import time
@@ -49,6 +51,10 @@ class _Response:
     response_id: str
     task: asyncio.Task[None] | None = None
     output: list[dict[str, Any]] = field(default_factory=list)
+    decision: asyncio.Future[Reply | None] | None = None
+    """The brain's reply, decided apart from the response: a cancelled response still has its turn transcribed."""
+    transcribe: str | None = None
+    """The caller item the response answers."""
 
 
 class Responder:
@@ -74,9 +80,11 @@ class Responder:
         self._pacing = pacing
         self._before_response = before_response
         self._late_transcripts = late_transcripts
-        self._detector = LevelDetector(RATE, **(detector_options or {}))
+        self._detector_options = detector_options or {}
+        self._detector = LevelDetector(RATE, **self._detector_options)
         self._active: _Response | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._decisions: set[asyncio.Future[Reply | None]] = set()
         self._audio_ms = 0.0
         self._speech_item: str | None = None
         self._audible_until = 0.0
@@ -90,6 +98,10 @@ class Responder:
         return self._active is not None
 
     # -- caller input ----------------------------------------------------------------------------
+
+    def end_turns_after(self, silence_s: float) -> None:
+        """The session's ``silence_duration_ms``: how much quiet ends a caller turn (a turn in progress starts over)."""
+        self._detector = LevelDetector(RATE, **{**self._detector_options, "hangover_s": silence_s})
 
     def caller_audio(self, pcm: bytes) -> None:
         """An ``input_audio_buffer.append``: server VAD may start or end a caller turn."""
@@ -143,9 +155,12 @@ class Responder:
         """Generate a response with what ``decide`` says (``transcribe``: the caller item it answers)."""
         if not self._before_response():
             return
-        response = _Response(new_id("resp"))
+        decision = asyncio.ensure_future(decide())
+        self._decisions.add(decision)
+        decision.add_done_callback(self._decisions.discard)
+        response = _Response(new_id("resp"), decision=decision, transcribe=transcribe)
         self._active = response
-        task = asyncio.create_task(self._generate(response, decide, transcribe))
+        task = asyncio.create_task(self._generate(response))
         response.task = task
         self._tasks.add(task)
         task.add_done_callback(self._done)
@@ -155,12 +170,12 @@ class Responder:
         if not task.cancelled() and task.exception() is not None:
             log.error("local openai response failed", exc_info=task.exception())
 
-    async def _generate(
-        self, response: _Response, decide: Callable[[], Awaitable[Reply | None]], transcribe: str | None
-    ) -> None:
+    async def _generate(self, response: _Response) -> None:
+        assert response.decision is not None
+        transcribe = response.transcribe
         self._emit({"type": "response.created", "response": self._response_body(response, "in_progress")})
         try:
-            reply = await decide()
+            reply = await asyncio.shield(response.decision)
         except Exception:  # a broken brain: the response fails, as the service's do, and the session goes on
             self._active = None
             self._emit({"type": "response.done", "response": self._response_body(response, "failed")})
@@ -168,10 +183,12 @@ class Responder:
         heard = reply.heard if reply is not None and reply.heard is not None else ""
         if transcribe is not None and not self._late_transcripts:
             self._transcript(transcribe, heard)
-        if reply is not None and reply.speaks:
-            await self._speak(response, reply)
-        if transcribe is not None and self._late_transcripts:
-            self._transcript(transcribe, heard)
+        try:
+            if reply is not None and reply.speaks:
+                await self._speak(response, reply)
+        finally:  # the service transcribes beside the response: a caller who cuts it off is transcribed all the same
+            if transcribe is not None and self._late_transcripts:
+                self._transcript(transcribe, heard)
         if reply is not None:
             for request in reply.tool_uses:
                 self._function_call(response, request.name, request.input, request.tool_use_id)
@@ -179,6 +196,8 @@ class Responder:
         self._emit({"type": "response.done", "response": self._response_body(response, "completed", reply)})
 
     def _transcript(self, item_id: str, text: str) -> None:
+        if item_id in self._conversation.transcripts:
+            return  # transcribed already (a response cut off after it had transcribed its turn)
         base = {"item_id": item_id, "content_index": 0}
         if text:
             self._emit({"type": "conversation.item.input_audio_transcription.delta", **base, "delta": text})
@@ -293,6 +312,8 @@ class Responder:
         """The caller talks while ``response`` is still being generated: stop it and say so, as the service does."""
         assert response.task is not None
         response.task.cancel()
+        if response.transcribe is not None and response.decision is not None:
+            response.decision.add_done_callback(functools.partial(self._transcribe_cut_off, response.transcribe))
         self._active = None
         self.cancelled += 1
         for index, item in enumerate(response.output):
@@ -309,6 +330,14 @@ class Responder:
         body = self._response_body(response, "cancelled")
         body["status_details"] = {"type": "cancelled", "reason": "turn_detected"}
         self._emit({"type": "response.done", "response": body})
+
+    def _transcribe_cut_off(self, item_id: str, decision: asyncio.Future[Reply | None]) -> None:
+        """The service transcribes beside its responses: a turn whose response the caller cut off (even before it
+        was decided) is transcribed all the same, once the brain has heard it."""
+        if decision.cancelled() or decision.exception() is not None:
+            return
+        reply = decision.result()
+        self._transcript(item_id, reply.heard if reply is not None and reply.heard is not None else "")
 
     def _response_body(self, response: _Response, status: str, reply: Reply | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -331,7 +360,7 @@ class Responder:
 
     async def close(self) -> None:
         """Cancel every response in flight."""
-        tasks = list(self._tasks)
+        tasks: list[asyncio.Future[Any]] = [*self._tasks, *self._decisions]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

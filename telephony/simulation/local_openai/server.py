@@ -24,7 +24,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from telephony.simulation.local_nova import Pacing, Reply, ScriptedBrain
+from telephony.simulation.local_nova import Pacing, Reply, ScriptedBrain, SetupDelay
 from telephony.simulation.local_nova.certs import make_certificates
 from telephony.simulation.local_nova.replies import Brain, BrainsByPrompt, session_brain
 
@@ -52,6 +52,7 @@ class LocalOpenAI:
         models: the model ids this "account" may use; others get ``model_not_found``.
         tls: serve ``wss://`` with a throwaway CA (``ca_file``) instead of ``ws://``.
         late_transcripts: send the caller's transcript after the answer's audio rather than before the response.
+        setup_delay: how long each accepted handshake takes (strands' ``start()`` waits for it; default: no time).
         port: TCP port on 127.0.0.1 (0: any free port).
     """
 
@@ -65,6 +66,7 @@ class LocalOpenAI:
         models: tuple[str, ...] = MODELS,
         tls: bool = False,
         late_transcripts: bool = False,
+        setup_delay: SetupDelay | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -75,6 +77,7 @@ class LocalOpenAI:
         self.models = models
         self.tls = tls
         self.late_transcripts = late_transcripts
+        self.setup_delay = setup_delay or SetupDelay()
         self.faults = FaultQueue()
         self.sessions: list[SessionRecord] = []
         self.refused: list[str] = []
@@ -84,6 +87,7 @@ class LocalOpenAI:
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
         self._server: Server | None = None
         self._changed = asyncio.Condition()
+        self._open: dict[int, OpenAISession] = {}
 
     @property
     def port(self) -> int:
@@ -131,6 +135,13 @@ class LocalOpenAI:
         log.info("local openai listening on %s", self.realtime_url)
         return self
 
+    def expire_session(self, index: int) -> bool:
+        """Session ``index`` reaches its limit now (``session_expired``, then the close); False if it is not open."""
+        session = self._open.get(index)
+        if session is not None:
+            session.expire()
+        return session is not None
+
     async def wait_for_sessions(self, count: int, timeout: float = 5.0) -> list[SessionRecord]:
         """Wait until at least ``count`` sessions have opened."""
         async with asyncio.timeout(timeout), self._changed:
@@ -157,7 +168,7 @@ class LocalOpenAI:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _check_handshake(self, connection: ServerConnection, request: Request) -> Response | None:
+    async def _check_handshake(self, connection: ServerConnection, request: Request) -> Response | None:
         url = urlsplit(request.path)
         if url.path != PATH:
             return self._refuse(connection, HTTPStatus.NOT_FOUND, "not_found", f"no route {url.path}")
@@ -165,6 +176,12 @@ class LocalOpenAI:
             return self._refuse(connection, HTTPStatus.UNAUTHORIZED, "invalid_api_key", "")
         if not parse_qs(url.query).get("model"):
             return self._refuse(connection, HTTPStatus.BAD_REQUEST, "missing_model", "the model query is required")
+        delay = self.setup_delay.next()
+        if delay > 0:  # a slow set-up: the client's connect() waits for the 101
+            lost = connection.connection_lost_waiter
+            await asyncio.wait([lost], timeout=delay)
+            if lost.done():  # the client gave up meanwhile (a call that ended during a swap): no one to answer
+                raise asyncio.CancelledError
         return None
 
     def _refuse(self, connection: ServerConnection, status: HTTPStatus, code: str, message: str) -> Response:
@@ -198,4 +215,8 @@ class LocalOpenAI:
             fault=fault,
             late_transcripts=self.late_transcripts,
         )
-        await session.run()
+        self._open[record.index] = session
+        try:
+            await session.run()
+        finally:
+            del self._open[record.index]

@@ -88,6 +88,13 @@ class OpenAISession:
             late_transcripts=late_transcripts,
         )
         self._configured = False
+        self._limit: asyncio.Timeout | None = None
+
+    def expire(self) -> None:
+        """The session reaches its limit now: ``session_expired``, then the close (a no-op once it is over)."""
+        if self._limit is not None and not self._limit.expired():
+            self.record.ended_by = self.record.ended_by or "expired early"
+            self._limit.reschedule(asyncio.get_running_loop().time())
 
     async def run(self) -> None:
         writer = asyncio.create_task(self._write(), name="local-openai-writer")
@@ -107,10 +114,13 @@ class OpenAISession:
                 self._emit(self._fault.event(_id("event")))
                 self.record.ended_by = f"fault: {self._fault.code}"
                 return
-            async with asyncio.timeout(self._session_limit_s):
+            limit_s = self._session_limit_s
+            if self._fault is not None and self._fault.at == "time":
+                limit_s = min(limit_s, self._fault.after_s)
+            async with asyncio.timeout(limit_s) as self._limit:
                 await self._read()
         except TimeoutError:
-            self.record.ended_by = "session limit"
+            self.record.ended_by = self.record.ended_by or "session limit"
             self._emit(error_event(_id("event"), "session_expired", ERROR_MESSAGES["session_expired"]))
         finally:
             await self._responder.close()
@@ -178,6 +188,9 @@ class OpenAISession:
         assert isinstance(session, dict)
         self._configured = True
         self.record.session = session
+        silence_ms = session["audio"]["input"]["turn_detection"].get("silence_duration_ms")
+        if isinstance(silence_ms, int | float) and silence_ms > 0:
+            self._responder.end_turns_after(silence_ms / 1000)
         self._emit({"type": "session.updated", "session": {**session, "model": self.record.model_id}})
 
     def _append(self, event: dict[str, Any]) -> None:

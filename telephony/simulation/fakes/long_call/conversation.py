@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -104,6 +105,9 @@ class ToneConversation:
         self.long_answer_s = long_answer_s
         self.turns = 0
         self.resumes = 0
+        self.answered: list[tuple[float, float]] = []
+        """When each caller turn was answered (monotonic) and the seconds of audio its reply speaks: restarts can
+        be cued during an answer or just after it."""
         self.last_reply: Reply | None = None
         self._tool_asks: dict[str, float] = {}
         self._goodbye = Reply(
@@ -114,6 +118,9 @@ class ToneConversation:
 
     async def on_caller_turn(self, turn: CallerTurn) -> Reply | None:
         self.last_reply = self._answer(turn)
+        if self.last_reply is not None:
+            audio = self.last_reply.audio
+            self.answered.append((time.monotonic(), audio.seconds if isinstance(audio, Tone) else 0.0))
         return self.last_reply
 
     def _answer(self, turn: CallerTurn) -> Reply | None:

@@ -107,16 +107,21 @@ class _Connection:
     async def _speak(self, reply: Reply) -> None:
         response_id = f"response-{self.index}-{next(self._ids)}"
         self.emit(BidiResponseStartEvent(response_id=response_id))
-        if reply.heard is not None:
+        late = self.model.late_transcripts
+        if reply.heard is not None and not late:
             self._transcript(reply.heard, "user")
-        if reply.speaks:
-            self._transcript(reply.text, "assistant")
-            content_id = f"audio-{self.index}-{next(self._ids)}"
-            self.emit(BidiAudioStartEvent(content_id=content_id))
-            goodbye = any(request.name == "end_conversation" for request in reply.tool_uses)
-            pcm = render_audio(reply.audio, reply.text, self.model.rate)
-            await self._audio(content_id, pcm, "goodbye" if goodbye else "answer")
-            self.emit(BidiAudioStopEvent(content_id=content_id))
+        try:
+            if reply.speaks:
+                self._transcript(reply.text, "assistant")
+                content_id = f"audio-{self.index}-{next(self._ids)}"
+                self.emit(BidiAudioStartEvent(content_id=content_id))
+                goodbye = any(request.name == "end_conversation" for request in reply.tool_uses)
+                pcm = render_audio(reply.audio, reply.text, self.model.rate)
+                await self._audio(content_id, pcm, "goodbye" if goodbye else "answer")
+                self.emit(BidiAudioStopEvent(content_id=content_id))
+        finally:  # transcribed beside the answer: a barge-in does not lose it, a connection that went does
+            if reply.heard is not None and late:
+                self._transcript(reply.heard, "user")
         for request in reply.tool_uses:
             use_id = request.tool_use_id or f"tooluse_{uuid.uuid4().hex[:16]}"
             use = ToolUse(toolUseId=use_id, name=request.name, input=request.input)
@@ -169,6 +174,7 @@ class _Connection:
         self.emit(BidiBargeInEvent())
 
     async def close(self) -> None:
+        self.closed = True  # nothing more reaches the reader: a reply being cancelled says nothing more
         for timer in self.timers:
             timer.cancel()
         tasks = [task for task in self.replies if not task.done()]
@@ -176,7 +182,6 @@ class _Connection:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self.outbox.put_nowait(None)
-        self.closed = True
 
 
 class LimitedModel(BidiModel):
@@ -188,6 +193,7 @@ class LimitedModel(BidiModel):
     instead (mid-utterance, mid-answer, ..., or ``after answer``: ``after_answer_s`` after an answer to the
     caller ended, from the ``after_answer_n``-th on). ``setup_s``: how long ``start()`` takes. ``endpoint_s``:
     the quiet after which a connection takes the caller's turn (the bridge's is 0.5 s; a model's may differ).
+    ``late_transcripts``: the caller's transcript comes after the answer's audio, not before it.
     """
 
     def __init__(
@@ -203,6 +209,7 @@ class LimitedModel(BidiModel):
         endpoint_s: float = 0.6,
         after_answer_s: float | None = None,
         after_answer_n: int = 1,
+        late_transcripts: bool = False,
     ) -> None:
         self._config: dict[str, Any] = {"model_id": "limited"}
         self.brain = brain
@@ -217,6 +224,7 @@ class LimitedModel(BidiModel):
         self.after_answer_s = after_answer_s
         self.after_answer_n = after_answer_n
         """``after answer`` counts from the n-th answer to the caller (of all connections)."""
+        self.late_transcripts = late_transcripts
         self.answers = 0
         self.cuts_done: list[str] = []
         self.connections: list[_Connection] = []
