@@ -154,7 +154,7 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "twilio/test_local_twilio_api.py::test_in_its_own_process_",
     ),
     "browser": ("console/test_console_browser.py", "console/test_console_pages.py"),
-    "exclusive": ("operations/test_serve_as_users_run_it.py::test_fifty_calls_",),
+    "exclusive": ("operations/test_serve_as_users_run_it.py",),
     "emulator": (
         "bridge/test_openai_calls.py",
         "bridge/test_warm_transfer_models.py",  # its fixture picks the model's server by name (getfixturevalue)
@@ -189,13 +189,14 @@ SHARED_FIXTURES = ("passing_run", "recognizer", "prism")
 using one stay on one worker, so it is made once; every other test goes to whichever worker is free
 (``--dist loadgroup``)."""
 
-WORKERS_PER_CORE = 3
-"""``-n auto``: most of the suite waits on the pace of a phone line, not on the processor (the whole suite keeps
-two cores under half busy with six workers)."""
+WORKERS_PER_CORE = 2
+"""``-n auto``: most of the suite waits on the pace of a phone line, not on the processor. Three per core kept two
+cores under half busy on average, but the bursts made timing checks fail (a browser call's barge-in, ten real
+Nova calls): two per core is what the suite carries without flaking on a 2-core machine."""
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Three workers per core (at least four): a call streamed in real time leaves its core idle most of the time."""
+    """Two workers per core (at least four): a call streamed in real time leaves its core idle most of the time."""
     return max(4, WORKERS_PER_CORE * (os.cpu_count() or 1))
 
 
