@@ -154,7 +154,10 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "twilio/test_local_twilio_api.py::test_in_its_own_process_",
     ),
     "browser": ("console/test_console_browser.py", "console/test_console_pages.py"),
-    "exclusive": ("operations/test_serve_as_users_run_it.py",),
+    "exclusive": (
+        "operations/test_serve_as_users_run_it.py",
+        "console/test_console_browser.py::test_a_console_call_through_the_phone_audio_path",
+    ),
     "emulator": (
         "bridge/test_openai_calls.py",
         "bridge/test_warm_transfer_models.py",  # its fixture picks the model's server by name (getfixturevalue)
