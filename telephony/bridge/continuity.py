@@ -197,6 +197,7 @@ class Continuity:
             self._turn_transcribed = False
             if took:
                 self._question.took(self.keeper.last_taken)
+            self._question.answer_started()
         elif isinstance(event, BidiConnectionRestartEvent):
             self._log.debug("restart event delivered (%s, turn_interrupted=%s)", event.reason, event.turn_interrupted)
         elif isinstance(event, BidiConnectionWarningEvent):

@@ -50,12 +50,15 @@ class CutAnswer:
 
 
 class OpenQuestion:
-    """The caller's turn the model took last, while no complete transcript of it has come.
+    """The caller's turn being answered (or about to be), while no complete transcript of it has come.
 
     strands puts a user transcript in the conversation history when it ends; a model may end it after its answer
     (OpenAI transcribes beside the model), and the connection may go before it does. Then the question is in no
     history the next connection is given: if its answer was cut, the new connection must hear the question
     again (``ask_again``) rather than be told to carry on with an answer to a question it never heard.
+
+    A turn may be taken in parts (a transcript starting, then the answer): everything taken since the last answer
+    began is the question of the next.
     """
 
     def __init__(self) -> None:
@@ -63,20 +66,28 @@ class OpenQuestion:
         """The question's audio (empty: none open)."""
         self.ask_again = b""
         """The question of an answer a swap cut: for the new connection, first."""
+        self._answered = True
+        """An answer began since the last take: the next take begins a new question."""
         self._transcribed = False
+        """The question's transcript ended before its answer began."""
 
     def took(self, taken: bytes) -> None:
-        """The model took a caller turn (an answer or a transcript began after it): the open question now, unless
-        its transcript has ended already."""
-        self.audio = b"" if self._transcribed else taken
-        self._transcribed = False
+        """The model took (part of) a caller turn: an answer or a transcript began after it."""
+        if self._answered:
+            self.audio, self._answered, self._transcribed = b"", False, False
+        if not self._transcribed:
+            self.audio += taken
+
+    def answer_started(self) -> None:
+        """An answer began (after its own take): to the question, unless that was transcribed already."""
+        if self._transcribed:
+            self.audio = b""
+        self._answered, self._transcribed = True, False
 
     def transcript_ended(self) -> None:
-        """A user transcript ended: the open question's, or (none open) that of the turn the model takes next."""
-        if self.audio:
-            self.audio = b""
-        else:
-            self._transcribed = True
+        """A user transcript ended: the question is in the history (before its answer, or after)."""
+        self.audio = b""
+        self._transcribed = not self._answered
 
     def answer_cut(self) -> None:
         self.ask_again = self.audio
@@ -84,7 +95,7 @@ class OpenQuestion:
     def swapped(self) -> None:
         """The new connection has what it needs; the old one's late transcript never comes."""
         self.audio = self.ask_again = b""
-        self._transcribed = False
+        self._answered, self._transcribed = True, False
 
 
 def words_heard(text: str, seconds: float, chars_per_second: float = CHARS_PER_SECOND) -> str:

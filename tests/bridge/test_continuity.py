@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from telephony.bridge.continuity import CutAnswer, UtteranceKeeper, decoded_length, words_heard
+from telephony.bridge.cut_answer import OpenQuestion
 from telephony.recording.transcript import TranscriptBuilder
 
 RATE = 16000
@@ -122,6 +123,33 @@ def test_chunking_does_not_change_what_is_kept() -> None:
     feed(small, pcm, chunk=FRAME)
     feed(large, pcm, chunk=3 * FRAME + 14)
     assert small.unheard(0.0) == large.unheard(0.0)
+
+
+def test_the_question_of_a_cut_answer_is_what_was_taken_until_its_transcript_ended() -> None:
+    question = OpenQuestion()
+    question.took(b"part one, ")  # a transcript began once the caller paused (carried-over audio comes in a burst)
+    question.took(b"part two")  # ...and the answer took the rest of the turn
+    question.answer_started()
+    question.answer_cut()
+    assert question.ask_again == b"part one, part two"  # the whole turn, not the answer's part alone
+    question.swapped()
+    question.took(b"asked")
+    question.answer_started()
+    question.transcript_ended()  # transcribed after the answer began (late), before any swap
+    question.answer_cut()
+    assert question.ask_again == b""
+    question.took(b"asked")
+    question.transcript_ended()  # transcribed before its answer began
+    question.took(b" and the rest")
+    question.answer_started()
+    question.answer_cut()
+    assert question.ask_again == b""
+    question.took(b"never transcribed")  # a model that never transcribes: each answer starts a new question
+    question.answer_started()
+    question.took(b"the next")
+    question.answer_started()
+    question.answer_cut()
+    assert question.ask_again == b"the next"
 
 
 def test_words_heard_cuts_at_a_word_boundary() -> None:
