@@ -15,9 +15,12 @@ by the events the session sees, prevents each:
   to hold up to ``VOICEBOT_RESTART_HOLD_MS`` meanwhile, and delivers it in order afterwards.
 - **Silent cuts.** An answer the model had not finished when its connection went is recorded as cut
   (a ``cut`` note: seconds heard, the words heard as far as the text tells), and the new connection is
-  told where the caller stopped hearing it, so it picks up instead of leaving the caller in silence. If the
-  question it answered had no complete transcript yet (a model may finish one after its answer), the question is
-  in no history: the new connection hears it again instead (:class:`OpenQuestion`), and answers it.
+  told where the caller stopped hearing it, so it picks up instead of leaving the caller in silence.
+- **Turns in no history.** A turn the model took (it began a transcript or an answer) reaches the history only
+  when its transcript ends, and a model may end it after its answer (OpenAI transcribes beside the model). Turns
+  the old connection had neither transcribed nor answered in full (:class:`OpenQuestion`) are given to the new
+  connection again, first; the question of a cut answer is among them, and is then answered afresh rather than
+  picked up.
 
 One more hazard is strands' own: a scheduled swap runs in a task the agent no longer holds, so
 ``agent.stop()`` does not stop it, and it would open the next connection after the call ended (and leave
@@ -42,6 +45,7 @@ from strands.bidi.types import (
     BidiConnectionWarningEvent,
     BidiMessage,
     BidiResponseStartEvent,
+    BidiResponseStopEvent,
     BidiTranscriptStartEvent,
     BidiTranscriptStopEvent,
 )
@@ -190,6 +194,8 @@ class Continuity:
                 self._turn_transcribed = True
         elif isinstance(event, BidiTranscriptStopEvent) and event.role == "user":
             self._question.transcript_ended()
+        elif isinstance(event, BidiResponseStopEvent):
+            self._question.answer_done()
         elif isinstance(event, BidiResponseStartEvent):
             # The answer is proof the model heard: its transcript may come before, at its start, late, or never.
             took = self.keeper.took(self._clock())
@@ -197,6 +203,7 @@ class Continuity:
             self._turn_transcribed = False
             if took:
                 self._question.took(self.keeper.last_taken)
+            self._question.answer_started()
         elif isinstance(event, BidiConnectionRestartEvent):
             self._log.debug("restart event delivered (%s, turn_interrupted=%s)", event.reason, event.turn_interrupted)
         elif isinstance(event, BidiConnectionWarningEvent):
@@ -230,8 +237,8 @@ class Continuity:
             why,
         )
         self._cut = self._take_cut(event.reason)
-        if self._cut is not None and not self._cut.tool_pending and not self._side.goodbye_armed():
-            self._question.answer_cut()
+        if not (self._cut is not None and self._cut.tool_pending) and not self._side.goodbye_armed():
+            self._question.swap_began()
 
     def _take_cut(self, reason: str) -> CutAnswer | None:
         """An answer the old connection had not finished is cut here: record it and close it.
@@ -282,12 +289,18 @@ class Continuity:
 
     async def _tell_about_cut(self) -> None:
         cut = self._cut
-        if cut is None:
-            return
         if self._question.ask_again:
-            self._log.info("the cut answer's question had no transcript yet: the new connection hears it again")
-            self.stats.resumed += 1
-            self._side.note("resume", cut.heard_text)
+            self._log.info(
+                "caller speech the old connection took is in no history yet (%.2f s): the new connection hears it "
+                "again%s",
+                len(self._question.ask_again) / self._bytes_per_s,
+                ", instead of picking up the answer it cut" if cut is not None else "",
+            )
+            if cut is not None:
+                self.stats.resumed += 1
+                self._side.note("resume", cut.heard_text)
+            return
+        if cut is None:
             return
         if cut.tool_pending or self._side.goodbye_armed():
             why = "a tool result is on its way" if cut.tool_pending else "the call is ending"

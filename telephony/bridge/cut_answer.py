@@ -50,41 +50,55 @@ class CutAnswer:
 
 
 class OpenQuestion:
-    """The caller's turn the model took last, while no complete transcript of it has come.
+    """Caller turns the model took that have reached neither the history nor a finished answer yet.
 
     strands puts a user transcript in the conversation history when it ends; a model may end it after its answer
-    (OpenAI transcribes beside the model), and the connection may go before it does. Then the question is in no
-    history the next connection is given: if its answer was cut, the new connection must hear the question
-    again (``ask_again``) rather than be told to carry on with an answer to a question it never heard.
+    (OpenAI transcribes beside the model), and the connection may go before it does, or before it answers. Then the
+    turn is in no history the next connection is given: it must hear the turn again (``ask_again``), rather than be
+    told to carry on with an answer to a question it never heard. Transcripts end in the order of the turns; a
+    finished answer settles the turns taken before it began (a model that never transcribes is not asked again).
     """
 
     def __init__(self) -> None:
-        self.audio = b""
-        """The question's audio (empty: none open)."""
+        self._turns: dict[int, bytes] = {}
+        """Each open turn's audio, oldest first, by the keeper's utterance key (a turn may be taken in parts)."""
+        self._answering = 0
+        """How many of the oldest open turns the answer under way answers."""
         self.ask_again = b""
-        """The question of an answer a swap cut: for the new connection, first."""
-        self._transcribed = False
+        """The open turns when a swap began: for the new connection, first."""
 
-    def took(self, taken: bytes) -> None:
-        """The model took a caller turn (an answer or a transcript began after it): the open question now, unless
-        its transcript has ended already."""
-        self.audio = b"" if self._transcribed else taken
-        self._transcribed = False
+    @property
+    def audio(self) -> bytes:
+        return b"".join(self._turns.values())
+
+    def took(self, pieces: list[tuple[int, bytes]]) -> None:
+        """The model took (parts of) caller turns: an answer or a transcript began after them."""
+        for key, audio in pieces:
+            self._turns[key] = self._turns.get(key, b"") + audio
 
     def transcript_ended(self) -> None:
-        """A user transcript ended: the open question's, or (none open) that of the turn the model takes next."""
-        if self.audio:
-            self.audio = b""
-        else:
-            self._transcribed = True
+        """A user transcript ended: the oldest open turn is in the history."""
+        if self._turns:
+            del self._turns[next(iter(self._turns))]
+            self._answering = max(0, self._answering - 1)
 
-    def answer_cut(self) -> None:
+    def answer_started(self) -> None:
+        self._answering = len(self._turns)
+
+    def answer_done(self) -> None:
+        """The answer finished (or the caller cut it short): the turns it answered are settled."""
+        for key in list(self._turns)[: self._answering]:
+            del self._turns[key]
+        self._answering = 0
+
+    def swap_began(self) -> None:
         self.ask_again = self.audio
 
     def swapped(self) -> None:
-        """The new connection has what it needs; the old one's late transcript never comes."""
-        self.audio = self.ask_again = b""
-        self._transcribed = False
+        """The new connection has what it needs; the old one's late transcripts never come."""
+        self._turns.clear()
+        self._answering = 0
+        self.ask_again = b""
 
 
 def words_heard(text: str, seconds: float, chars_per_second: float = CHARS_PER_SECOND) -> str:

@@ -7,7 +7,8 @@ history, so that audio goes to the new connection first (telephony.bridge.contin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,6 +37,8 @@ class _Segment:
     """Just after its last loud frame, once it has ended (None while the caller is still speaking)."""
     ended_at: float | None = None
     preroll: bool = True
+    key: int = field(default_factory=itertools.count().__next__)
+    """Which utterance it is: the parts of one utterance taken at different moments share it."""
 
 
 class UtteranceKeeper:
@@ -63,6 +66,7 @@ class UtteranceKeeper:
         self._threshold = 32768.0 * 10 ** (threshold_dbfs / 20)
         self._preroll = int(preroll_s * sample_rate) * 2
         self._hangover_frames = max(1, round(hangover_s / FRAME_S))
+        self._hangover_bytes = self._hangover_frames * self._frame_bytes
         self._expiry_s = expiry_s
         self._max_bytes = int(max_s * sample_rate) * 2
         self._audio = bytearray()
@@ -75,9 +79,10 @@ class UtteranceKeeper:
         self._last_loud_end = 0
         self.trimmed_bytes = 0
         """Audio of over-long utterances that could not be kept (their start is not carried over)."""
-        self.last_taken = b""
-        """What the latest :meth:`took` took, with its pre-roll: a model that answered it before transcribing it
-        and lost its connection mid-answer never puts it in the history, and a new connection must hear it again."""
+        self.last_taken: list[tuple[int, bytes]] = []
+        """What the latest :meth:`took` took, utterance by utterance (each with its key and its pre-roll): a model
+        that lost its connection before it transcribed one or answered it in full never put it in the history, and a
+        new connection must hear it again."""
 
     @property
     def _end(self) -> int:
@@ -129,20 +134,27 @@ class UtteranceKeeper:
         self._drop_heard()
         ended = [segment for segment in self._segments if segment.end is not None]
         self._segments = [segment for segment in self._segments if segment.end is None]
-        span = (ended[0], ended[-1].end) if ended else None
+        # each with the quiet that ended it, so utterances given again stay apart (up to the next one's pre-roll)
+        tails = [self._start_of(following) for following in ended[1:]] + [self._end] if ended else []
+        self.last_taken = [
+            (segment.key, self._audio_of(segment, min((segment.end or 0) + self._hangover_bytes, tail)))
+            for segment, tail in zip(ended, tails, strict=True)
+        ]
         if not ended and self._segments and self._quiet_run * FRAME_S >= ENDPOINT_MIN_S:
             current = self._segments[-1]
             if current.start < self._end:
-                span = (_Segment(current.start, preroll=current.preroll), self._end)
+                self.last_taken = [(current.key, self._audio_of(current, self._end))]
             current.start, current.preroll = self._end, False
-        self.last_taken = self._audio_of(*span) if span is not None else b""
         self._trim(now)
-        return span is not None
+        return bool(self.last_taken)
 
-    def _audio_of(self, first: _Segment, end: int | None) -> bytes:
-        """Audio from ``first``'s start (with its pre-roll) to ``end``, as far as it is still kept."""
-        start = max(self._base, first.start - (self._preroll if first.preroll else 0))
-        return bytes(self._audio[start - self._base : (end if end is not None else self._end) - self._base])
+    def _start_of(self, segment: _Segment) -> int:
+        """Where ``segment``'s audio begins: its pre-roll, as far as it is still kept."""
+        return max(self._base, segment.start - (self._preroll if segment.preroll else 0))
+
+    def _audio_of(self, segment: _Segment, end: int) -> bytes:
+        """Audio from ``segment``'s start (with its pre-roll) to ``end``."""
+        return bytes(self._audio[self._start_of(segment) - self._base : end - self._base])
 
     def unheard(self, now: float) -> bytes:
         """Audio a new connection must hear again (empty when the old one heard everything said)."""
@@ -163,7 +175,7 @@ class UtteranceKeeper:
         self._pending = b""
         self._segments = []
         self._loud_run = self._quiet_run = 0
-        self.last_taken = b""
+        self.last_taken = []
         self.sent(carried, now)
 
     def _frame(self, loud: bool, offset: int, now: float) -> None:

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from telephony.bridge.continuity import CutAnswer, UtteranceKeeper, decoded_length, words_heard
+from telephony.bridge.cut_answer import OpenQuestion
 from telephony.recording.transcript import TranscriptBuilder
 
 RATE = 16000
@@ -79,18 +80,25 @@ def test_a_model_that_end_points_sooner_is_not_sent_what_it_heard() -> None:
     assert abs(seconds(keeper.unheard(1.0)) - 0.2) < 0.03  # only what came after its transcript
 
 
-def test_what_an_answer_took_is_kept_until_a_new_take() -> None:
-    """A model may answer before it transcribes: what its answer took is kept, in case the answer is cut by a
-    swap and the transcript never comes (continuity gives it to the new connection again)."""
+def test_what_a_take_took_is_told_utterance_by_utterance() -> None:
+    """A model may answer before it transcribes: what it took is kept, utterance by utterance, in case the
+    connection goes before the turn reached the history (continuity then gives it to the new connection again)."""
     keeper = UtteranceKeeper(RATE)
-    feed(keeper, quiet(0.5) + speech(0.8) + quiet(0.6))
+    feed(keeper, quiet(0.5) + speech(0.8) + quiet(0.6) + speech(0.4) + quiet(0.6))
     assert keeper.took(1.0)
-    assert abs(seconds(keeper.last_taken) - (0.3 + 0.8)) < 0.03  # with its pre-roll, up to its last loud frame
-    assert keeper.last_taken.endswith(speech(0.8)[-FRAME:]) and keeper.unheard(1.0) == b""
-    feed(keeper, speech(0.5) + quiet(0.2))  # a model that end-points sooner than we do: taken up to now
-    assert keeper.took(2.0) and abs(seconds(keeper.last_taken) - (0.3 + 0.5 + 0.2)) < 0.03
-    feed(keeper, quiet(0.3))
-    assert not keeper.took(3.0) and keeper.last_taken == b""  # nothing new to take
+    first, second = keeper.last_taken
+    # each with its pre-roll and the quiet that ended it (the bridge's 0.5 s, up to the next one's pre-roll)
+    assert abs(seconds(first[1]) - (0.3 + 0.8 + 0.3)) < 0.03
+    assert abs(seconds(second[1]) - (0.3 + 0.4 + 0.5)) < 0.03 and second[1].endswith(quiet(0.5))
+    assert first[0] != second[0] and keeper.unheard(1.0) == b""
+    feed(keeper, speech(0.5) + quiet(0.2))  # a model that end-points sooner than we do: taken up to now...
+    assert keeper.took(2.0)
+    [(key, part)] = keeper.last_taken
+    assert abs(seconds(part) - (0.3 + 0.5 + 0.2)) < 0.03
+    feed(keeper, speech(0.3) + quiet(0.2))  # ...and the rest of that utterance later, under the same key
+    assert keeper.took(3.0) and keeper.last_taken[0][0] == key
+    feed(keeper, quiet(0.6))
+    assert not keeper.took(4.0) and keeper.last_taken == []  # nothing new to take
 
 
 def test_an_utterance_the_model_ignored_is_let_go() -> None:
@@ -122,6 +130,32 @@ def test_chunking_does_not_change_what_is_kept() -> None:
     feed(small, pcm, chunk=FRAME)
     feed(large, pcm, chunk=3 * FRAME + 14)
     assert small.unheard(0.0) == large.unheard(0.0)
+
+
+def test_turns_in_no_history_are_the_ones_neither_transcribed_nor_answered_in_full() -> None:
+    question = OpenQuestion()
+    question.took([(1, b"first, ")])  # a transcript began after a burst of carried-over audio: two turns at once
+    question.took([(2, b"second")])
+    question.took([(2, b" and its end")])  # the rest of the second, taken when the answer began
+    question.answer_started()
+    question.transcript_ended()  # the first turn's transcript: in the history now
+    question.swap_began()  # the answer is cut
+    assert question.ask_again == b"second and its end"
+    question.swapped()
+    question.took([(3, b"asked")])
+    question.answer_started()
+    question.answer_done()  # answered in full (a model that never transcribes): not asked again
+    question.took([(4, b"next")])
+    question.transcript_ended()  # transcribed before its answer began
+    question.answer_started()
+    question.swap_began()
+    assert question.ask_again == b""
+    question.took([(5, b"late")])
+    question.answer_started()
+    question.took([(6, b"meanwhile")])  # the caller spoke on during the answer
+    question.answer_done()  # the answer settles the turn it answered, not the one after it
+    question.swap_began()
+    assert question.ask_again == b"meanwhile"
 
 
 def test_words_heard_cuts_at_a_word_boundary() -> None:

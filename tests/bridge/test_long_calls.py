@@ -241,6 +241,6 @@ async def test_an_answer_cut_before_its_question_was_transcribed_gets_the_questi
     assert_whole(result, dropped)
     assert result.answered_twice == 0 and result.split == 0
     assert result.cuts == 1 and result.resumed == 1
-    assert "the cut answer's question had no transcript yet: the new connection hears it again" in caplog.text
+    assert "the new connection hears it again, instead of picking up the answer it cut" in caplog.text
     assert model.connections[1].index == 1 and model.brain.turns == 3  # the question twice (one cut), the goodbye
     assert not any(abs(hz - RESUME_HZ) < 60 for hz in heard_pitches(call)), "told to pick up an unknown question"
