@@ -76,6 +76,8 @@ async def test_serve_model_flag_reaches_the_default_agent(tmp_path: Path) -> Non
 
     from telephony.simulation.caller.simulated_caller import SimulatedCaller, answer
 
+    from .operations.server_process import wait_until_healthy
+
     port = free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith(("VOICEBOT_", "AWS_", "TWILIO_"))}
     env |= {"VOICEBOT_MODEL": "nova", "AWS_EC2_METADATA_DISABLED": "true"}
@@ -86,11 +88,7 @@ async def test_serve_model_flag_reaches_the_default_agent(tmp_path: Path) -> Non
     with log_path.open("w") as log_file:
         server = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log_file, stderr=subprocess.STDOUT)
     try:
-        for _ in range(1200):  # a fresh checkout compiles every module first: allow a minute on a busy machine
-            if "Uvicorn running" in log_path.read_text() or "Application startup complete" in log_path.read_text():
-                break
-            assert server.poll() is None, log_path.read_text()
-            await asyncio.sleep(0.05)
+        await wait_until_healthy(server, f"http://127.0.0.1:{port}/health")
         assert "calls will use: model=local (offline" in log_path.read_text()
         target = await answer(f"http://127.0.0.1:{port}", {"CallSid": "CA" + "7" * 32, "From": "+15550100"})
         url = target.url.replace("wss://", "ws://", 1)  # no PUBLIC_URL: the stream is on this plain-HTTP server

@@ -121,7 +121,7 @@ async def test_barge_in_clears_the_line_with_nothing_stale_after_it(
     assert 0.0 < clear.at - onset < 0.5  # the level detector's 60 ms onset, a send chunk, the loopback
     assert 0.0 < after_interrupted < 0.1
     hz = heard_hz(call)
-    assert 0.6 < seconds_of(hz, LONG_HZ) < 1.6  # cut well short of its 4 s
+    assert 0.6 <= seconds_of(hz, LONG_HZ) < 1.6  # the caller talked after 0.6 s of it; cut well short of 4 s
     after_clear = [
         round(frame_hz(payload), -2)
         for item in call.received

@@ -130,7 +130,7 @@ async def test_barge_in_clears_the_line_and_the_marker_reaches_no_surface(
     assert local_nova.sessions[0].barge_ins == 1
     [clear] = call.events("clear")
     hz = heard_hz(call)
-    assert 0.6 < seconds_of(hz, LONG_HZ) < 1.6  # cut well short of its 4 s
+    assert 0.6 <= seconds_of(hz, LONG_HZ) < 1.6  # the caller talked after 0.6 s of it; cut well short of 4 s
     after_clear = [
         round(frame_hz(payload), -2)
         for item in call.received

@@ -126,7 +126,7 @@ async def test_barge_in_while_the_reply_is_still_generating_clears_the_line(
     assert session.cancelled == 1 and session.barge_ins == 1
     [clear] = call.events("clear")
     hz = heard_hz(call)
-    assert 0.6 < seconds_of(hz, LONG_HZ) < 2.0  # cut well short of its 6 s
+    assert 0.6 <= seconds_of(hz, LONG_HZ) < 2.0  # the caller talked after 0.6 s of it; cut well short of 6 s
     after_clear = [
         round(frame_hz(payload), -2)
         for item in call.received

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 
 import httpx
@@ -19,11 +20,16 @@ async def healthy(client: httpx.AsyncClient, url: str) -> bool:
         return False
 
 
-async def wait_until_healthy(process: asyncio.subprocess.Process, url: str, timeout_s: float = START_S) -> None:
-    """Return once ``url`` answers 200; fail at once if the process exits, or after ``timeout_s``."""
+async def wait_until_healthy(
+    process: asyncio.subprocess.Process | subprocess.Popen[bytes], url: str, timeout_s: float = START_S
+) -> None:
+    """Return once ``url`` answers 200; fail at once if the process exits, or after ``timeout_s``.
+
+    Not the start-up log: uvicorn says "Application startup complete" before it listens."""
     deadline = time.monotonic() + timeout_s
     async with httpx.AsyncClient() as client:
         while not await healthy(client, url):
-            assert process.returncode is None, f"voicebot serve exited with {process.returncode}"
+            code = process.poll() if isinstance(process, subprocess.Popen) else process.returncode
+            assert code is None, f"voicebot serve exited with {code}"
             assert time.monotonic() < deadline, f"{url} did not answer in {timeout_s:.0f} s"
             await asyncio.sleep(0.05)

@@ -31,7 +31,7 @@ def metric(text: str, name: str) -> float:
 BARGED_IN_TURN = [
     WaitForAudio(0.5),
     UserSaid("hello"),
-    Say("hi there", 1.0, tone_hz=1000, stop=False),
+    Say("hi there", 3.0, tone_hz=1000, stop=False),  # still playing when a loaded machine's barge-in comes late
     WaitForAudio(0.3),
     BargeIn(),
     Hold(),
@@ -46,6 +46,10 @@ async def answered_then_interrupted(h: Harness) -> None:
         await call.connect()
         await call.stream(HELLO)
         await call.silence(0.8)
+        for _ in range(30):  # on a loaded machine the model takes the caller's audio late, and its barge-in with it
+            if call.events("clear"):
+                break
+            await call.silence(0.1)
         await call.stop()
         await call.wait_closed(3)
 

@@ -240,6 +240,7 @@ async def test_voicebot_serve_model_openai_talks_to_the_local_server_and_logs_it
     by the local server, and the start-up log names the endpoint calls will use."""
     from telephony.simulation.caller.simulated_caller import SimulatedCaller, answer
 
+    from ..operations.server_process import wait_until_healthy
     from ..ports import free_port
 
     local_openai.brain = ScriptedBrain(texts=[Reply(text="Hello from the local OpenAI.", audio=Tone(0.8))])
@@ -250,11 +251,7 @@ async def test_voicebot_serve_model_openai_talks_to_the_local_server_and_logs_it
     with log_path.open("w") as log_file:
         server = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log_file, stderr=subprocess.STDOUT)
     try:
-        for _ in range(1200):  # a fresh checkout compiles every module first: allow a minute on a busy machine
-            if "Application startup complete" in log_path.read_text():
-                break
-            assert server.poll() is None, log_path.read_text()
-            await asyncio.sleep(0.05)
+        await wait_until_healthy(server, f"http://127.0.0.1:{port}/health")
         assert (
             f"calls will use: model=openai model_id=gpt-realtime voice=alloy endpoint={local_openai.realtime_url}"
             in (log_path.read_text())
