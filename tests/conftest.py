@@ -154,10 +154,7 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "twilio/test_local_twilio_api.py::test_in_its_own_process_",
     ),
     "browser": ("console/test_console_browser.py", "console/test_console_pages.py"),
-    "exclusive": (
-        "operations/test_serve_as_users_run_it.py",
-        "console/test_console_browser.py::test_a_console_call_through_the_phone_audio_path",
-    ),
+    "exclusive": ("operations/test_serve_as_users_run_it.py",),
     "emulator": (
         "bridge/test_openai_calls.py",
         "bridge/test_warm_transfer_models.py",  # its fixture picks the model's server by name (getfixturevalue)
@@ -194,8 +191,8 @@ using one stay on one worker, so it is made once; every other test goes to which
 
 WORKERS_PER_CORE = 3
 """``-n auto``: most of the suite waits on the pace of a phone line, not on the processor, so three workers per core
-keep two cores busy. The timing checks leave room for a loaded machine's late frames (the suite also passes at four
-per core); the tests that load the machine by design, or time a browser's audio, run alone (``exclusive``)."""
+keep two cores busy (at two per core they were under half busy). The timing checks leave room for a loaded
+machine's late frames; the tests that load the whole machine by design run alone (``exclusive``)."""
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

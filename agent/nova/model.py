@@ -100,7 +100,13 @@ class NovaSonicModel(QuietSwitchover, StrandsNovaSonicModel):
         self._lose(connection_id)
 
     def _lose(self, connection_id: str | None) -> None:
-        """The stream of ``connection_id`` ended without a stop(): the service, a proxy or the network ended it."""
+        """The stream of ``connection_id`` ended without a stop(): the service, a proxy or the network ended it.
+
+        Not when the reader is being cancelled: that is strands' own stop (the call ended), and awscrt can turn
+        the cancellation into a read error. Such a stream is alive and gets the regular closing events."""
+        reader = asyncio.current_task()
+        if reader is not None and reader.cancelling():
+            return
         if connection_id is not None and self._connection_id == connection_id:
             self._lost_connection = connection_id
 

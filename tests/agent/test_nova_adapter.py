@@ -1,8 +1,10 @@
-"""The Nova adapter's own logic, without a server: the barge-in marker filter and the operator hints."""
+"""The Nova adapter's own logic, without a server: the barge-in marker filter, the operator hints, and telling a
+lost stream from one strands is stopping."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -20,6 +22,8 @@ from strands.bidi.types import (
 
 from agent.nova.errors import NovaTarget, add_operator_hint, operator_hint
 from agent.nova.marker import INTERRUPTED_MARKER, strip_marker, without_interrupted_marker
+from agent.nova.model import NovaSonicModel
+from agent.quiet_switch import QuietSwitchover
 from telephony.bridge.failure import error_summary, operator_notes
 
 TARGET = NovaTarget(model_id="amazon.nova-2-sonic-v1:0", region="eu-north-1", endpoint="https://vpce.example")
@@ -130,3 +134,58 @@ def test_the_hint_is_a_note_added_once_and_the_bridge_finds_it_through_causes() 
         assert operator_notes(outer) == error.__notes__
     assert error_summary(error) == "AccessDeniedException: denied"
     assert operator_notes(None) == []
+
+
+# --- a stream lost, or a reader stopped ------------------------------------------------------------------
+
+
+def nova_reading(monkeypatch: pytest.MonkeyPatch, read: Callable[[], Awaitable[None]]) -> NovaSonicModel:
+    """A Nova model on connection ``c1`` whose stream, under the adapter, does what ``read`` does."""
+
+    async def receive(self: Any) -> AsyncIterator[Any]:
+        await read()
+        return
+        yield
+
+    monkeypatch.setattr(QuietSwitchover, "receive", receive)
+    model = NovaSonicModel(model_id="amazon.nova-2-sonic-v1:0", region="us-east-1", crt_threads=0)
+    model._connection_id = "c1"
+    return model
+
+
+async def test_a_stream_that_ends_unasked_is_lost_so_stop_will_not_wait_to_flush_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def service_closes() -> None:
+        return
+
+    model = nova_reading(monkeypatch, service_closes)
+    assert [event async for event in model.receive()] == []
+    assert model._lost_connection == "c1"
+
+
+async def test_a_read_error_while_strands_cancels_the_reader_is_our_stop_not_a_lost_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Taken for lost, a live stream would be abandoned with its audio content open, not closed the regular way."""
+    reading = asyncio.Event()
+
+    async def cancelled_into_a_read_error() -> None:
+        reading.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise OSError("Failed to read from stream.") from None  # what smithy makes of awscrt's cancelled read
+
+    model = nova_reading(monkeypatch, cancelled_into_a_read_error)
+
+    async def reader() -> None:
+        async for _ in model.receive():
+            pass
+
+    task = asyncio.create_task(reader())
+    await reading.wait()
+    task.cancel()
+    with pytest.raises(OSError):
+        await task
+    assert model._lost_connection is None
