@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS: list[tuple[str, ...]] = [
-    ("telephony.call_info", "telephony.codec", "telephony.config", "telephony.controls"),
+    ("telephony.call_info", "telephony.codec", "telephony.config", "telephony.controls", "telephony.reference_page"),
     ("telephony.operations",),
     ("agent",),
     ("telephony.twilio",),

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-
+from ..reference_page import print_reference_page
 from .reference import configuration_markdown
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m telephony.config", description=__doc__)
-    parser.add_argument("--markdown", action="store_true", help="print docs/configuration.md to standard output")
-    args = parser.parse_args(argv)
-    if not args.markdown:
-        parser.print_help()
-        return 2
-    print(configuration_markdown(), end="")
-    return 0
+    return print_reference_page("python -m telephony.config", "docs/configuration.md", configuration_markdown, argv)
 
 
 if __name__ == "__main__":

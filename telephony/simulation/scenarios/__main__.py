@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
-
+from telephony.reference_page import print_reference_page
 from telephony.simulation.scenarios.reference import scenarios_markdown
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m telephony.simulation.scenarios", description=__doc__)
-    parser.add_argument("--markdown", action="store_true", help="print docs/scenarios.md to standard output")
-    args = parser.parse_args(argv)
-    if not args.markdown:
-        parser.print_help()
-        return 2
-    print(scenarios_markdown(), end="")
-    return 0
+    prog = "python -m telephony.simulation.scenarios"
+    return print_reference_page(prog, "docs/scenarios.md", scenarios_markdown, argv)
 
 
 if __name__ == "__main__":
