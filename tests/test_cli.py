@@ -88,7 +88,7 @@ async def test_serve_model_flag_reaches_the_default_agent(tmp_path: Path) -> Non
     with log_path.open("w") as log_file:
         server = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log_file, stderr=subprocess.STDOUT)
     try:
-        await wait_until_healthy(server, f"http://127.0.0.1:{port}/health")
+        await wait_until_healthy(server, f"http://127.0.0.1:{port}/health", log=log_path)
         assert "calls will use: model=local (offline" in log_path.read_text()
         target = await answer(f"http://127.0.0.1:{port}", {"CallSid": "CA" + "7" * 32, "From": "+15550100"})
         url = target.url.replace("wss://", "ws://", 1)  # no PUBLIC_URL: the stream is on this plain-HTTP server

@@ -126,7 +126,7 @@ async def voicebot_serve(
             cwd=log.parent, env=environment, stdout=output, stderr=output,
         )  # fmt: skip
     try:
-        await wait_until_healthy(process, f"http://127.0.0.1:{port}/health")
+        await wait_until_healthy(process, f"http://127.0.0.1:{port}/health", log=log)
         yield process
     finally:
         if process.returncode is None:

@@ -251,7 +251,7 @@ async def test_voicebot_serve_model_openai_talks_to_the_local_server_and_logs_it
     with log_path.open("w") as log_file:
         server = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log_file, stderr=subprocess.STDOUT)
     try:
-        await wait_until_healthy(server, f"http://127.0.0.1:{port}/health")
+        await wait_until_healthy(server, f"http://127.0.0.1:{port}/health", log=log_path)
         assert (
             f"calls will use: model=openai model_id=gpt-realtime voice=alloy endpoint={local_openai.realtime_url}"
             in (log_path.read_text())
