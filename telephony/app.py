@@ -128,6 +128,7 @@ def build_services(
     transfers = warm_transfers(settings, call_control, briefing_factory, tokens, metrics, admission)
     if console is not None:
         call_observers.append(console.events.observer)
+        call_observers.append(console.listen.observer)
     return AppServices(
         settings=settings,
         agent_factory=factory,

@@ -11,6 +11,8 @@ Off unless ``VOICEBOT_CONSOLE`` is on; then every route needs ``VOICEBOT_CONSOLE
 - ``GET /console/calls`` and ``/console/api/calls[/{name}[/audio|/levels|/files/{file}]]``: calls in progress
   (from the event feeds) and recorded calls (``VOICEBOT_RECORD_DIR``): transcript, audio, level strips, downloads.
 - ``GET /console/api/live/{call_sid}/events``: a call's live events for the calls page (operator only, no key).
+- ``GET /console/api/live/{call_sid}/listen``: listen in on a live call, both sides, read-only
+  (:mod:`telephony.console.listen`).
 - ``GET /console/static/{file}``: the pages' scripts and styles (no build step, nothing from a CDN).
 
 The routes are plain functions on :data:`router`; each finds the app's :class:`~telephony.console.state.Console`
@@ -35,6 +37,8 @@ from starlette.requests import HTTPConnection
 
 from telephony.console.auth import CALL_QUERY, STREAM_TOKEN_QUERY
 from telephony.console.events import CallFeed
+from telephony.console.listen import ListenerLimit
+from telephony.console.sign_in import SignInRequired, sign_in_page
 from telephony.console.state import Console, console_for
 from telephony.operations.logs import CallLog
 from telephony.recording.call_library import DOWNLOADS, CallLibrary
@@ -73,6 +77,8 @@ CurrentConsole = Annotated[Console, Depends(current_console)]
 async def require_operator(request: Request, console: CurrentConsole) -> None:
     """Every route but the event feed needs the console token (Basic password or Bearer)."""
     if not console.access.authorised(request.headers.get("authorization")):
+        if "text/html" in request.headers.get("accept", ""):
+            raise SignInRequired(wrong=bool(request.headers.get("authorization")))  # a person: a page, not JSON
         raise HTTPException(
             status_code=401,
             detail="the console needs VOICEBOT_CONSOLE_TOKEN: as the password (any user name) or a Bearer token",
@@ -87,6 +93,7 @@ _operator = [Depends(require_operator)]
 def install(app: FastAPI) -> None:
     """Mount the console's routes on ``app`` (after the server's own routers, ``telephony.routes``)."""
     app.include_router(router)
+    app.add_exception_handler(SignInRequired, sign_in_page)
     log.info("call console enabled at /console (needs VOICEBOT_CONSOLE_TOKEN)")
 
 
@@ -178,6 +185,31 @@ async def live_events(request: Request, console: CurrentConsole, call_sid: str) 
     if feed is None:
         raise HTTPException(status_code=404, detail=f"no call {call_sid!r} in progress or just ended")
     return _follow(request, console, feed)
+
+
+@router.get("/api/live/{call_sid}/listen", dependencies=_operator)
+async def listen_in(console: CurrentConsole, call_sid: str) -> Response:
+    """Both sides of a live call as a stream of μ-law records (read-only: nothing goes back to the call)."""
+    tap = console.listen.tap(call_sid)
+    if tap is None:
+        raise HTTPException(status_code=404, detail=f"no call {call_sid!r} in progress to listen to")
+    if tap.ended:
+        raise HTTPException(status_code=410, detail="the call has ended: open its recording instead")
+    try:
+        listener = tap.listen()
+    except ListenerLimit as error:
+        raise HTTPException(status_code=429, detail=str(error)) from None
+    CallLog(log, call_sid).info("an operator is listening in")
+
+    async def records() -> AsyncIterator[bytes]:
+        try:
+            async for item in listener.records():
+                yield item
+        finally:
+            tap.leave(listener)
+
+    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no", "X-Content-Type-Options": "nosniff"}
+    return StreamingResponse(records(), media_type="application/octet-stream", headers=headers)
 
 
 def _follow(request: Request, console: Console, feed: CallFeed) -> Response:

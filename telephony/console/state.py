@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from telephony.config import ConfigError, Settings
 from telephony.console.auth import CALL_QUERY, STREAM_TOKEN_QUERY, ConsoleAccess
 from telephony.console.events import ConsoleEvents
+from telephony.console.listen import ListenTaps
 from telephony.operations.admission import Admission
 from telephony.operations.logs import CallLog
 from telephony.operations.metrics import Metrics
@@ -34,6 +35,8 @@ class Console:
             raise ConfigError("VOICEBOT_CONSOLE is on but VOICEBOT_CONSOLE_TOKEN is not set: set it to a long secret")
         self.access = ConsoleAccess(settings.console_token)
         self.events = ConsoleEvents()
+        self.listen = ListenTaps()
+        """Each live call's audio tap, for the calls page's listen-in."""
         self.library = CallLibrary(settings.record_dir) if settings.record_dir else None
         self.admission = admission
         """The server's lines: a console call holds one like a phone call does."""
