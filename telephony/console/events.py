@@ -51,6 +51,9 @@ class CallFeed:
         self._changed = asyncio.Event()
         self._transcripts: dict[str, str] = {}
         self._sequence = 0
+        self._responses = 0
+        self._counted_response = -1
+        """The bot response whose turn was counted last: its several transcript blocks count once."""
 
     # --- publishing -------------------------------------------------------------------------------
 
@@ -136,6 +139,7 @@ class CallFeed:
             result = event.get("tool_result") or {}
             self.publish("tool_result", id=str(result.get("toolUseId")), status=result.get("status"))
         elif kind in ("bidi_response_start", "bidi_response_stop"):
+            self._responses += kind == "bidi_response_start"
             self.publish("response", active=kind == "bidi_response_start")
         elif kind in ("bidi_connection_restart", "bidi_connection_stop"):
             self.publish("note", kind="model", detail=f"{kind.removeprefix('bidi_')}: {event.get('reason', '')}")
@@ -163,12 +167,20 @@ class CallFeed:
         role = "caller" if event.get("role") == "user" else "bot"
         if final:
             self._transcripts.pop(content_id, None)
-            self.counts["turns"] += 1
+            self._count_turn(role)
         else:
             text = self._transcripts.get(content_id, "") + text
             self._transcripts[content_id] = text
         if text.strip():
             self.publish("transcript", id=content_id, role=role, text=text.strip(), final=final)
+
+    def _count_turn(self, role: str) -> None:
+        """Count turns as the recording does: each caller transcript, and one bot turn per response (not per block)."""
+        if role == "bot":
+            if self._counted_response == self._responses:
+                return
+            self._counted_response = self._responses
+        self.counts["turns"] += 1
 
     # --- subscribing ------------------------------------------------------------------------------
 

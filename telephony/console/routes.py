@@ -10,6 +10,7 @@ Off unless ``VOICEBOT_CONSOLE`` is on; then every route needs ``VOICEBOT_CONSOLE
 - ``GET /console/events?call=…&key=…``: the call's transcript, barge-ins, tool calls and hang-up (SSE).
 - ``GET /console/calls`` and ``/console/api/calls[/{name}[/audio|/levels|/files/{file}]]``: calls in progress
   (from the event feeds) and recorded calls (``VOICEBOT_RECORD_DIR``): transcript, audio, level strips, downloads.
+- ``GET /console/api/search?q=…``: recorded calls in which those words were said (:mod:`telephony.console.search`).
 - ``GET /console/api/live/{call_sid}/events``: a call's live events for the calls page (operator only, no key).
 - ``GET /console/api/live/{call_sid}/listen``: listen in on a live call, both sides, read-only
   (:mod:`telephony.console.listen`).
@@ -38,6 +39,7 @@ from starlette.requests import HTTPConnection
 from telephony.console.auth import CALL_QUERY, STREAM_TOKEN_QUERY
 from telephony.console.events import CallFeed
 from telephony.console.listen import ListenerLimit
+from telephony.console.search import search_transcripts
 from telephony.console.sign_in import SignInRequired, sign_in_page
 from telephony.console.state import Console, console_for
 from telephony.operations.logs import CallLog
@@ -244,6 +246,13 @@ async def list_calls(console: CurrentConsole) -> JSONResponse:
     calls = await asyncio.to_thread(console.library.recent)
     body = {"recording": True, "calls": [call.to_json() for call in calls], "live": live}
     return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+
+@router.get("/api/search", dependencies=_operator)
+async def search_calls(console: CurrentConsole, q: str = "") -> JSONResponse:
+    """Recorded calls in which ``q`` was said (caller or bot), each with its first matching line."""
+    matches = await asyncio.to_thread(search_transcripts, _library(console), q)
+    return JSONResponse({"query": q, "matches": matches}, headers={"Cache-Control": "no-store"})
 
 
 @router.get("/api/calls/{name}", dependencies=_operator)

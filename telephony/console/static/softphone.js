@@ -26,6 +26,10 @@ const stats = {
   endedBy: null,
   dtmfSent: 0,
   failure: null, // why the call failed, from the server's error note (e.g. the agent could not start)
+  wrapUp: null, // why the server asked the bot to say goodbye (it is stopping), if it did
+  endReason: null,
+  muted: false,
+  timer: '0:00',
   errors: [],
 };
 window.voicebotConsole = { stats };
@@ -46,7 +50,28 @@ function b64decode(text) {
   return bytes;
 }
 
+const TIMER_MS = 250;
+let timer = null;
+
+// The call's running time, from the moment the stream started.
+function runTimer(on) {
+  clearInterval(timer);
+  timer = null;
+  if (!on) return;
+  const started = performance.now();
+  const tick = () => {
+    const total = Math.floor((performance.now() - started) / 1000);
+    stats.timer = `${Math.floor(total / 60)}:${String(total % 60).padStart(2, '0')}`;
+    $('call-timer').textContent = stats.timer;
+    $('call-timer').dateTime = `PT${total}S`;
+  };
+  tick();
+  timer = setInterval(tick, TIMER_MS);
+}
+
 function setState(state, message) {
+  if (state === 'in-call' && stats.state !== 'in-call') runTimer(true);
+  else if (state !== 'in-call') runTimer(false);
   stats.state = state;
   document.body.dataset.state = state;
   $('status').textContent = message;
@@ -67,6 +92,30 @@ function failureMessage(detail) {
       + 'Check the model settings voicebot serve was started with (--model, VOICEBOT_MODEL, credentials) and its log.';
   }
   return `The call failed: ${detail}. The caller heard an apology; the server log has the details.`;
+}
+
+// How a call that had started ended, from what is known so far: the server's error note, its wrap-up,
+// the feed's `ended` event and the socket's close code (these may arrive in any order).
+function endMessage() {
+  if (stats.failure) return failureMessage(stats.failure);
+  const code = stats.closeCode;
+  if (code === 1006) {
+    return 'The connection to the server was lost (code 1006): the server stopped suddenly or the network dropped. '
+      + 'The call is over; the calls page shows what was recorded.';
+  }
+  if (stats.wrapUp || code === 1001 || code === 1012 || (stats.endedBy === 'server' && /restart|shut/i.test(stats.endReason || ''))) {
+    return `The server stopped and ended the call${stats.wrapUp ? ` (${stats.wrapUp})` : ''}: it is shutting down or restarting. Call again once it is back.`;
+  }
+  const who = { agent: 'the bot hung up', caller: 'you hung up', server: 'the server ended it' }[stats.endedBy];
+  const reason = stats.endReason && stats.endedBy !== 'caller' ? `: ${stats.endReason}` : '';
+  if (who) return `Call ended: ${who}${reason}.`;
+  return code === 1000 || code === 1005 || code === null ? 'Call ended' : `Call ended (socket closed with code ${code})`;
+}
+
+class ServerUnreachable extends Error {
+  constructor() {
+    super(`Cannot reach the server at ${location.host}: is voicebot serve running? Start it, then call again.`);
+  }
 }
 
 class Call {
@@ -216,8 +265,7 @@ class Call {
       setState('idle', `The server refused the call's stream (code ${code}): see the server log.`);
       return;
     }
-    const why = code === 1000 || code === 1005 ? '' : ` (socket closed with code ${code})`;
-    setState('ended', stats.failure ? failureMessage(stats.failure) : `Call ended${why}`);
+    setState('ended', endMessage());
     document.body.classList.remove('bot-speaking');
   }
 }
@@ -230,7 +278,9 @@ class PhoneAudio {
     }
     const context = new AudioContext({ latencyHint: 'interactive' });
     try {
-      await context.audioWorklet.addModule('/console/static/phone-audio.js');
+      await context.audioWorklet.addModule('/console/static/phone-audio.js').catch(() => {
+        throw new ServerUnreachable(); // the page's own script could not be fetched
+      });
       const microphone = await navigator.mediaDevices.getUserMedia({
         audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
       });
@@ -238,6 +288,7 @@ class PhoneAudio {
       return new PhoneAudio(context, microphone);
     } catch (error) {
       context.close();
+      if (error instanceof ServerUnreachable) throw error;
       if (error.name === 'NotAllowedError') throw new Error('the microphone was refused: allow it for this site');
       throw error;
     }
@@ -268,29 +319,36 @@ let feed = null;
 async function placeCall() {
   setState('connecting', 'Connecting…');
   log.clear();
-  $('mute').setAttribute('aria-pressed', 'false');
-  $('mute').textContent = 'Mute';
   Object.assign(stats, { framesSent: 0, framesReceived: 0, marksReceived: 0, marksEchoed: 0, clears: 0 });
   Object.assign(stats, { lastClearDroppedMs: 0, maxQueuedMs: 0, closeCode: null, endedBy: null, errors: [] });
-  Object.assign(stats, { dtmfSent: 0, failure: null });
+  Object.assign(stats, { dtmfSent: 0, failure: null, wrapUp: null, endReason: null });
+  setMuted(false);
   let audio;
   try {
     audio = await PhoneAudio.open();
   } catch (error) {
-    setState('idle', `Cannot use the microphone: ${error.message}. Then call again.`);
+    setState('idle', error instanceof ServerUnreachable ? error.message : `Cannot use the microphone: ${error.message}. Then call again.`);
     return;
   }
   const callerId = { from: $('from').value.trim(), to: $('to').value.trim() };
-  const response = await fetch('/console/session', {
-    method: 'POST',
-    credentials: 'same-origin',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify(callerId),
-  });
+  let response;
+  try {
+    response = await fetch('/console/session', {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(callerId),
+    });
+  } catch {
+    audio.close();
+    setState('idle', new ServerUnreachable().message);
+    return;
+  }
   const ticket = await response.json().catch(() => ({}));
   if (!response.ok) {
     audio.close();
-    setState('idle', ticket.error || `The server refused the call (HTTP ${response.status}).`);
+    const signIn = response.status === 401 ? 'Signed out: reload the page and sign in with the console token.' : null;
+    setState('idle', signIn || ticket.error || `The server refused the call (HTTP ${response.status}).`);
     return;
   }
   stats.callSid = ticket.callSid;
@@ -311,21 +369,44 @@ function followEvents(url) {
       stats.failure = event.detail;
       $('status').textContent = failureMessage(event.detail);
     }
+    const wrapUp = event.type === 'agent_text' && /^(.*?)\s*Say a short goodbye/.exec(event.text || '');
+    if (wrapUp && wrapUp[1]) {
+      stats.wrapUp = wrapUp[1];
+      if (stats.state === 'in-call') $('status').textContent = `The server is stopping: ${wrapUp[1]} The bot was asked to say goodbye.`;
+    }
     if (event.type === 'ended') {
       stats.endedBy = event.by;
+      stats.endReason = event.reason;
       source.close();
     }
+    if (stats.state === 'ended' && ['ended', 'note'].includes(event.type)) $('status').textContent = endMessage(); // came after the socket closed
   };
+}
+
+function setMuted(muted) {
+  stats.muted = muted;
+  $('mute').setAttribute('aria-pressed', String(muted));
+  $('mute').textContent = muted ? 'Unmute' : 'Mute';
+  $('mute-state').hidden = !muted;
+  document.body.classList.toggle('muted', muted);
+  if (call && !call.closed) call.audio.mute(muted);
+}
+
+// In a call, the keyboard's digits, * and # press the keypad (unless typing in a field).
+function keyboardDigit(event) {
+  if (stats.state !== 'in-call' || event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+  if (!/^[0-9*#]$/.test(event.key) || event.target.closest('input, textarea, select')) return;
+  const button = document.querySelector(`#keypad button[data-digit="${event.key}"]`);
+  event.preventDefault();
+  button.classList.add('pressed');
+  setTimeout(() => button.classList.remove('pressed'), 150);
+  if (call) call.sendDigit(event.key);
 }
 
 $('call').addEventListener('click', () => placeCall().catch((error) => setState('idle', `Call failed: ${error.message}`)));
 $('hangup').addEventListener('click', () => call && call.hangUp());
-$('mute').addEventListener('click', (event) => {
-  const muted = event.target.getAttribute('aria-pressed') !== 'true';
-  event.target.setAttribute('aria-pressed', String(muted));
-  event.target.textContent = muted ? 'Unmute' : 'Mute';
-  call && call.audio.mute(muted);
-});
+$('mute').addEventListener('click', () => setMuted(!stats.muted));
+document.addEventListener('keydown', keyboardDigit);
 document.querySelectorAll('#keypad button').forEach((button) => {
   button.addEventListener('click', () => call && call.sendDigit(button.dataset.digit));
 });
