@@ -153,7 +153,12 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "simulation/test_own_agent.py::test_voicebot_test_finds_mybot_",
         "twilio/test_local_twilio_api.py::test_in_its_own_process_",
     ),
-    "browser": ("console/test_console_browser.py", "console/test_console_pages.py"),
+    "browser": (
+        "console/test_console_browser.py",
+        "console/test_console_pages.py",
+        "console/test_console_watch.py",
+        "console/test_console_outcomes.py",
+    ),
     "exclusive": ("operations/test_serve_as_users_run_it.py",),
     "emulator": (
         "bridge/test_openai_calls.py",

@@ -289,6 +289,8 @@ export async function openRecording(name, state) {
   $('raw-events').ontoggle = () => showRawEvents(name, state).catch((error) => { $('raw-status').textContent = error.message; });
   $('raw-media').onchange = () => showRawEvents(name, state).catch((error) => { $('raw-status').textContent = error.message; });
   history.replaceState(null, '', `#${encodeURIComponent(name)}`);
+  const files = summary.files || [];
+  if (!files.includes('caller.wav') || !files.includes('bot.wav')) return; // no audio to draw (a recovered call may have none)
   getJson(url(name, '/levels'))
     .then((levels) => {
       state.levels = { caller: levels.caller.length, bot: levels.bot.length };
