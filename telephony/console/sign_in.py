@@ -29,9 +29,7 @@ class SignInRequired(Exception):
 
 def page(wrong: bool) -> str:
     why = (
-        "That password is not the console token."
-        if wrong
-        else "The console needs its token before it shows anything."
+        "That password is not the console token." if wrong else "The console needs its token before it shows anything."
     )
     return f"""<!doctype html>
 <html lang="en">

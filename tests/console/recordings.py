@@ -57,7 +57,9 @@ def write_recording(
         {"t": round(0.02 * i, 3), "kind": "twilio_in", "message": {"event": "media", "media": {"payload": "//8="}}}
         for i in range(30)
     ]
-    raw += [{"t": event["t"], "kind": "note", "note": event["kind"], "detail": event["detail"]} for event in events or []]
+    raw += [
+        {"t": event["t"], "kind": "note", "note": event["kind"], "detail": event["detail"]} for event in events or []
+    ]
     (folder / "events.jsonl").write_text("".join(json.dumps(line) + "\n" for line in raw))
     transcript: dict[str, Any] = {
         "call_sid": call_sid,

@@ -20,7 +20,6 @@ from ..fakes.model import Hold, Say, Sleep, WaitForText
 from .recordings import RICH_SID, write_many
 from .test_console_browser import (
     ARTIFACTS,
-    SECRET,
     STEP_TIMEOUT_MS,
     console_browser,
     open_page,
@@ -72,7 +71,8 @@ async def test_the_chosen_call_comes_into_view_and_reads_in_order_with_latency_s
 
             # Turns and events in the order they happened.
             rows = await page.locator("#turns .entry").evaluate_all(
-                "items => items.map(i => [i.classList.contains('event') ? 'event' : 'turn', i.querySelector('time').textContent])"
+                "items => items.map(i => [i.classList.contains('event') ? 'event' : 'turn',"
+                " i.querySelector('time').textContent])"
             )
             times = [float(text.split()[0]) for _, text in rows]
             assert times == sorted(times), rows
@@ -132,11 +132,14 @@ async def test_listening_in_on_a_live_call_from_the_calls_page(tmp_path: Path) -
         await live_row.wait_for(timeout=STEP_TIMEOUT_MS)
         await live_row.click()
         await calls.locator("#listen-in").click()
-        await calls.wait_for_function("() => window.voicebotCalls.listen && window.voicebotCalls.listen.state === 'listening'")
+        await calls.wait_for_function(
+            "() => window.voicebotCalls.listen && window.voicebotCalls.listen.state === 'listening'"
+        )
         assert await calls.get_attribute("#listen-in", "aria-pressed") == "true"
         await phone.click("#keypad button[data-digit='2']")  # the bot answers: its frames reach the listener
         await calls.wait_for_function(
-            "() => window.voicebotCalls.listen.caller > 25 && window.voicebotCalls.listen.bot > 25", timeout=STEP_TIMEOUT_MS
+            "() => window.voicebotCalls.listen.caller > 25 && window.voicebotCalls.listen.bot > 25",
+            timeout=STEP_TIMEOUT_MS,
         )
         assert await on_screen(calls, "#listen-in")
         await fits(calls)
@@ -210,8 +213,9 @@ async def test_sign_in_errors_and_an_unreachable_server_say_what_happened(tmp_pa
                 await refused.screenshot(path=ARTIFACTS / f"23-sign-in-{size}.png")
             await wrong.close()
             async with httpx.AsyncClient(base_url=f"http://{base}") as client:  # scripts still get JSON
-                assert "detail" in (await client.get("/console/api/calls", headers={"Authorization": "Bearer x"})).json()
-            page, errors = await open_page(context, f"http://{base}/console")
+                refused_api = await client.get("/console/api/calls", headers={"Authorization": "Bearer x"})
+                assert refused_api.status_code == 401 and "detail" in refused_api.json()
+            page, _errors = await open_page(context, f"http://{base}/console")
             await page.set_viewport_size(PHONE)
         await page.click("#call")  # the server has stopped
         await page.wait_for_function("() => document.getElementById('status').textContent.includes('Cannot reach')")

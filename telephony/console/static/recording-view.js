@@ -247,7 +247,7 @@ async function showRawEvents(name, state) {
 }
 
 export function clearRecording() {
-  $('listen').hidden = true;
+  $('listen').hidden = $('player').hidden = $('player-hint').hidden = true;
   $('player').removeAttribute('src');
   $('turns').replaceChildren();
   $('raw-events').open = false;
@@ -271,7 +271,7 @@ export async function openRecording(name, state) {
   $('call-ended').textContent = `${ended ? `Ended by ${ended.by}: ${ended.reason}` : 'The recording has no end (cut short).'}${who ? ` · ${who}` : ''}`;
   showOutcome(transcript.outcome, transcript.recovered ?? summary.recovered);
   downloadLinks(name, summary.files);
-  $('listen').hidden = !summary.has_audio;
+  $('listen').hidden = $('player').hidden = $('player-hint').hidden = !summary.has_audio;
   const player = $('player');
   if (summary.has_audio) {
     document.querySelector('#listen input[value="call.wav"]').checked = true;
