@@ -151,7 +151,11 @@ class ListenTaps:
         self._taps: OrderedDict[str, CallTap] = OrderedDict()
         self._max_taps = max_taps
 
-    def observer(self, call: CallInfo) -> CallTap:
+    def observer(self, call: CallInfo) -> CallTap | None:
+        """A tap for a call that has started (None for a second stream with the SID of a call still going)."""
+        existing = self._taps.get(call.call_sid)
+        if existing is not None and not existing.ended:
+            return None  # its listeners stay on the first stream
         tap = self._taps[call.call_sid] = CallTap(call.call_sid)
         while len(self._taps) > self._max_taps:
             ended = next((sid for sid, old in self._taps.items() if old.ended), None)

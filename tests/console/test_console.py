@@ -374,3 +374,36 @@ async def test_a_console_call_may_choose_its_caller_id_and_bad_ones_are_refused(
             assert refused.status_code == 400 and "must be a number" in refused.json()["error"]
         default = await client.post("/console/session", headers=BEARER)
         assert default.json()["parameters"]["From"] == "console"
+
+
+def test_the_live_feed_counts_turns_as_the_recording_does() -> None:
+    """A bot answer in several transcript blocks is one turn (the calls page showed 9 where the recording had 5)."""
+    feed = CallFeed("CA1")
+
+    def block(role: str, text: str) -> None:
+        feed.agent_event({"type": "bidi_transcript_block", "role": role, "transcript": text, "content_id": text})
+
+    feed.agent_event({"type": "bidi_response_start"})
+    block("assistant", "Hello.")
+    block("assistant", "How can I help?")
+    feed.agent_event({"type": "bidi_response_stop"})
+    block("user", "Opening hours?")
+    feed.agent_event({"type": "bidi_response_start"})
+    block("assistant", "We open at nine.")
+    block("assistant", "And close at six.")
+    assert feed.counts["turns"] == 3
+
+
+async def test_a_browser_without_the_token_gets_a_sign_in_page_and_scripts_get_json() -> None:
+    async with client_for(SIGNED_CONSOLE) as client:
+        html = {"Accept": "text/html,application/xhtml+xml"}
+        page = await client.get("/console/calls", headers=html, auth=("operator", "wrong"))
+        assert page.status_code == 401 and page.headers["content-type"].startswith("text/html")
+        assert "Sign in to the voicebot console" in page.text and "not the console token" in page.text
+        assert page.headers["www-authenticate"].startswith("Basic") and "script" not in page.text
+        first = await client.get("/console", headers=html)
+        assert "needs its token" in first.text
+        script = await client.get("/console/api/calls", auth=("operator", "wrong"))
+        assert script.status_code == 401 and "VOICEBOT_CONSOLE_TOKEN" in script.json()["detail"]
+        search = await client.get("/console/api/search?q=hello", headers=BEARER)
+        assert search.status_code == 404  # calls are not recorded here: said so, not a crash
