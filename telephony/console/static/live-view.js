@@ -76,7 +76,12 @@ export function openLive(call, state, onEnded) {
     }
   };
   source.onerror = () => {
-    if (source.readyState === EventSource.CLOSED) $('live-status').textContent = 'The live feed closed: the call has ended or the server went away.';
+    $('live-status').textContent = source.readyState === EventSource.CLOSED
+      ? 'The live feed closed: the call has ended or the server went away.'
+      : 'Lost the live feed (is the server running?): reconnecting…';
+  };
+  source.onopen = () => {
+    if (state.open && state.open.kind === 'live') $('live-status').textContent = 'In progress: following the call live.';
   };
   history.replaceState(null, '', `#live-${encodeURIComponent(call.call_sid)}`);
 }
