@@ -5,6 +5,7 @@
 //
 // window.voicebotConsole exposes the call's state and counters (the browser tests read them).
 
+import { ServerUnreachable, endMessage, failureMessage } from './call-messages.js';
 import { EventLog } from './event-log.js';
 
 const ACCOUNT_SID = 'AC' + '0'.repeat(32);
@@ -82,40 +83,6 @@ function setState(state, message) {
   document.querySelectorAll('#keypad button').forEach((button) => {
     button.disabled = state !== 'in-call';
   });
-}
-
-// What the operator reads when a call failed: the server's reason, and where to look next.
-function failureMessage(detail) {
-  const reason = detail.replace(/^agent failed to start:\s*/, '');
-  if (reason !== detail) {
-    return `The call failed: the agent could not start (${reason}). The caller heard an apology. `
-      + 'Check the model settings voicebot serve was started with (--model, VOICEBOT_MODEL, credentials) and its log.';
-  }
-  return `The call failed: ${detail}. The caller heard an apology; the server log has the details.`;
-}
-
-// How a call that had started ended, from what is known so far: the server's error note, its wrap-up,
-// the feed's `ended` event and the socket's close code (these may arrive in any order).
-function endMessage() {
-  if (stats.failure) return failureMessage(stats.failure);
-  const code = stats.closeCode;
-  if (code === 1006) {
-    return 'The connection to the server was lost (code 1006): the server stopped suddenly or the network dropped. '
-      + 'The call is over; the calls page shows what was recorded.';
-  }
-  if (stats.wrapUp || code === 1001 || code === 1012 || (stats.endedBy === 'server' && /restart|shut/i.test(stats.endReason || ''))) {
-    return `The server stopped and ended the call${stats.wrapUp ? ` (${stats.wrapUp})` : ''}: it is shutting down or restarting. Call again once it is back.`;
-  }
-  const who = { agent: 'the bot hung up', caller: 'you hung up', server: 'the server ended it' }[stats.endedBy];
-  const reason = stats.endReason && stats.endedBy !== 'caller' ? `: ${stats.endReason}` : '';
-  if (who) return `Call ended: ${who}${reason}.`;
-  return code === 1000 || code === 1005 || code === null ? 'Call ended' : `Call ended (socket closed with code ${code})`;
-}
-
-class ServerUnreachable extends Error {
-  constructor() {
-    super(`Cannot reach the server at ${location.host}: is voicebot serve running? Start it, then call again.`);
-  }
 }
 
 class Call {
@@ -265,7 +232,7 @@ class Call {
       setState('idle', `The server refused the call's stream (code ${code}): see the server log.`);
       return;
     }
-    setState('ended', endMessage());
+    setState('ended', endMessage(stats));
     document.body.classList.remove('bot-speaking');
   }
 }
@@ -379,7 +346,7 @@ function followEvents(url) {
       stats.endReason = event.reason;
       source.close();
     }
-    if (stats.state === 'ended' && ['ended', 'note'].includes(event.type)) $('status').textContent = endMessage(); // came after the socket closed
+    if (stats.state === 'ended' && ['ended', 'note'].includes(event.type)) $('status').textContent = endMessage(stats); // came after the socket closed
   };
 }
 
