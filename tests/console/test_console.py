@@ -190,6 +190,7 @@ async def test_a_console_call_gets_in_without_a_twilio_signature_and_streams_its
     assert tool["name"] == "end_conversation" and tool["input"] == {"reason": "caller said bye"}
     assert any(event["type"] == "tool_result" and event["status"] == "success" for event in events)
     assert kinds.index("hangup") < kinds.index("ended") and events[-1]["by"] == "agent"
+    assert events[-1]["outcome"] == "completed-by-bot" and events[-1]["outcome_label"] == "completed by the bot"
     assert [event["seq"] for event in events] == sorted({event["seq"] for event in events})
 
 
@@ -364,6 +365,7 @@ async def test_a_twilio_call_is_listed_live_and_followed_then_its_recording_down
                 await asyncio.sleep(0.1)
             (row,) = rows
             assert row["model"] == "scripted" and set(row["files"]) == set(DOWNLOADS)
+            assert row["outcome"] == "completed-by-bot" and row["recovered"] is False
             for file_name in DOWNLOADS:
                 response = await client.get(f"/console/api/calls/{row['name']}/files/{file_name}")
                 assert response.status_code == 200 and response.content, file_name

@@ -89,6 +89,8 @@ async def test_a_call_is_recorded_as_events_wavs_and_transcript(tmp_path: Path) 
     deltas = [record for record in recording.of_kind("agent") if record["event"]["type"] == "bidi_audio_delta"]
     assert deltas and all(set(record["input"]) == {"audio_s", "texts", "tool_results"} for record in deltas)
     assert [record["note"] for record in recording.of_kind("note")] == ["barge_in", "outcome"]
+    barge_in_note = next(recording.of_kind("note"))["detail"]
+    assert re.fullmatch(r"about \d\.\d\d s of bot audio unheard; [0-2] of the answer's 2 words heard", barge_in_note)
     assert recording.end is not None and recording.end["ended_by"] == "caller"
 
     caller_params, caller_wav = read_wav(folder / "caller.wav")
