@@ -37,6 +37,7 @@ from telephony.operations.latency import app_samples
 from telephony.operations.lines import Lines, lines_path
 from telephony.operations.metrics import Metrics
 from telephony.recording.recorder import recorder_factory
+from telephony.recording.recovery import StartupRecovery
 from telephony.routes import health, media_stream, status, voice
 from telephony.routes.services import AppServices
 from telephony.routes.twilio_form import FORBIDDEN
@@ -143,6 +144,7 @@ def build_services(
         console=console,
         observers=tuple(call_observers),
         instance=instance_name(settings),
+        recovery=StartupRecovery(settings.record_dir) if settings.record_dir else None,
     )
 
 

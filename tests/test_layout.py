@@ -14,7 +14,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS: list[tuple[str, ...]] = [
-    ("telephony.call_info", "telephony.codec", "telephony.config", "telephony.controls", "telephony.reference_page"),
+    (
+        "telephony.call_info",
+        "telephony.call_outcome",
+        "telephony.codec",
+        "telephony.config",
+        "telephony.controls",
+        "telephony.reference_page",
+    ),
     ("telephony.operations",),
     ("agent",),
     ("telephony.twilio",),

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
+from telephony.call_outcome import labels_json
 from telephony.console import routes as console_routes
 from telephony.console.state import Console
 from telephony.operations.admission import Admission
@@ -22,6 +23,15 @@ from telephony.routes import health, media_stream, status, voice
 from telephony.routes.services import AppServices
 
 from .conftest import TEST_SETTINGS
+
+NOTHING_LISTED = {
+    "recording": False,
+    "calls": [],
+    "live": [],
+    "outcomes": dict.fromkeys(labels_json(), 0),
+    "outcome_labels": labels_json(),
+}
+"""The calls list of a console that records nothing and has had no call."""
 
 
 class FakeCalls:
@@ -112,4 +122,4 @@ async def test_the_console_router_alone_lists_calls_for_the_operator_only() -> N
     anonymous = await send(app, "GET", "/console/api/calls")
     operator = await send(app, "GET", "/console/api/calls", headers={"Authorization": "Bearer operator-secret"})
     assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"].startswith("Basic")
-    assert operator.status_code == 200 and operator.json() == {"recording": False, "calls": [], "live": []}
+    assert operator.status_code == 200 and operator.json() == NOTHING_LISTED

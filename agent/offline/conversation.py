@@ -2,8 +2,9 @@
 
 Inputs are speech (what the recognisers heard) or text from the bridge: the greeting instruction at
 call start, keypresses ("The caller pressed 5 on their keypad."), or notes. Text that names a known
-phrase is that intent; any other text gets the greeting, since the only text a caller-facing bridge
-sends unprompted is the instruction to greet.
+phrase is that intent; the bridge's instruction to wrap up ("Say a short goodbye …") is the goodbye; a note
+not to read out gets no reply; any other text gets the greeting, since the only other text a caller-facing
+bridge sends unprompted is the instruction to greet.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from .script import Intent, Script, ToolCall
 __all__ = ["Conversation", "Turn"]
 
 _KEYPRESS = re.compile(r"pressed\s+([0-9*#A-D])\b", re.IGNORECASE)
-GREETING, NOT_UNDERSTOOD, UNKNOWN_KEY = "greeting", "not_understood", "unknown_key"
+_WRAP_UP = re.compile(r"say a short goodbye", re.IGNORECASE)
+_NOT_TO_READ_OUT = re.compile(r"^\s*note for you, not to read out", re.IGNORECASE)
+GREETING, NOT_UNDERSTOOD, UNKNOWN_KEY, GOODBYE = "greeting", "not_understood", "unknown_key", "goodbye"
+WRAP_UP_REPLY = "I have to end the call now. Goodbye!"
+"""The goodbye to a wrap-up instruction when the script has no ``goodbye`` intent."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,12 @@ class Conversation:
             return Turn(NOT_UNDERSTOOD, heard.free or heard.constrained, self.script.not_understood)
         return self._turn(self.script.intent(match.intent), heard=match.phrase)
 
-    def on_text(self, text: str) -> Turn:
+    def on_text(self, text: str) -> Turn | None:
+        """The turn for a text input; None for a note the model is not to answer."""
+        if _NOT_TO_READ_OUT.search(text):
+            return None
+        if _WRAP_UP.search(text):
+            return self._goodbye()
         keypress = _KEYPRESS.search(text)
         if keypress is not None:
             intent = self.script.intent_for_key(keypress.group(1))
@@ -64,6 +74,13 @@ class Conversation:
         if match is None:
             return Turn(GREETING, None, self.script.greeting)
         return self._turn(self.script.intent(match.intent))
+
+    def _goodbye(self) -> Turn:
+        """The script's goodbye (it ends the call), or a plain one that does."""
+        intent = next((intent for intent in self.script.intents if intent.name == GOODBYE), None)
+        if intent is not None and intent.then is not None:
+            return self._turn(intent)
+        return Turn(GOODBYE, None, WRAP_UP_REPLY, then=ToolCall("end_conversation", {"reason": "the call must end"}))
 
     def _turn(self, intent: Intent, heard: str | None = None) -> Turn:
         count = self._said.get(intent.name, 0)

@@ -194,6 +194,8 @@ class OfflineModel(PcmModel):
                 item = await self._inputs.get()
                 if isinstance(item, _Text):
                     turn = self._conversation.on_text(item.text)
+                    if turn is None:
+                        continue  # a note for the model, not for the caller
                 else:
                     heard, match = await asyncio.to_thread(
                         self.recognizer.listen, item.pcm16, self._conversation.matcher

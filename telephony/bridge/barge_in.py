@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from agent.heard import HeardAudio
 from telephony.bridge.answer import AnswerState
 from telephony.bridge.caller_speech import CallerSpeech
+from telephony.bridge.cut_answer import words_heard
 from telephony.bridge.ending import CallEnding
 from telephony.bridge.observer import Observers
 from telephony.bridge.playback import Playback, Stamp
@@ -80,6 +81,8 @@ class BargeIns:
         self._early_clear_at: float | None = None
         """When the latest clear came on a user transcript, before the model's own barge-in."""
         self._told: set[str] = set()
+        self._heard_s: float | None = None
+        """How much of the reply being cut the caller had heard (asked just before the clear)."""
 
     def audio_played(self, now: float) -> None:
         """Bot audio (of a reply not cut) is about to be played: a later signal is a new interruption."""
@@ -111,9 +114,7 @@ class BargeIns:
             unheard,
             dropped,
         )
-        host.observers.notify(
-            "note", "barge_in", f"about {unheard:.2f} s of bot audio unheard; cleared on the caller's speech"
-        )
+        host.observers.notify("note", "barge_in", f"{self._lost(unheard)}; cleared on the caller's speech")
         self._goodbye_goes_on()
 
     def model_barge_in(self) -> None:
@@ -145,7 +146,7 @@ class BargeIns:
             stamps += (("caller_onset_to_clear", onset),)
         dropped = self._clear(stamps)
         host.log.info("barge-in: clear sent, about %.2f s of bot audio unheard (%d frames unsent)", unheard, dropped)
-        host.observers.notify("note", "barge_in", f"about {unheard:.2f} s of bot audio unheard")
+        host.observers.notify("note", "barge_in", self._lost(unheard))
         self._goodbye_goes_on()
 
     def _onset_over_the_bot(self) -> float | None:
@@ -158,10 +159,21 @@ class BargeIns:
         playback = self._host.playback
         assert playback is not None
         content_id = self._answer.last_audio
-        if content_id is not None and content_id not in self._told:
-            self._tell_heard(content_id, playback.heard_of(content_id))
+        self._heard_s = playback.heard_of(content_id) if content_id is not None else None
+        if content_id is not None and content_id not in self._told and self._heard_s is not None:
+            self._tell_heard(content_id, self._heard_s)
         self._cleared = True
         return self._cut_off(stamps)
+
+    def _lost(self, unheard_s: float) -> str:
+        """The barge-in note: the audio Twilio and we still held, and, where the answer's text is known, how much of
+        it the caller heard (a model that streams its reply as it speaks has sent only the start of it)."""
+        lost = f"about {unheard_s:.2f} s of bot audio unheard"
+        text, heard_s = self._answer.text, self._heard_s
+        if not text or heard_s is None:
+            return lost
+        total, heard = len(text.split()), len(words_heard(text, heard_s).split())
+        return f"{lost}; {heard} of the answer's {total} words heard"
 
     def _tell_heard(self, content_id: str, heard_s: float) -> None:
         model = self._model()

@@ -236,6 +236,7 @@ class Continuity:
             self.stats.restarts,
             why,
         )
+        self._side.note("swap", f"model connection being replaced (#{self.stats.restarts}): {why}")
         self._cut = self._take_cut(event.reason)
         if not (self._cut is not None and self._cut.tool_pending) and not self._side.goodbye_armed():
             self._question.swap_began()
@@ -273,6 +274,7 @@ class Continuity:
             if event.exception is not None:
                 self.stats.failed += 1
                 self._log.error("model connection could not be replaced: %r", event.exception)
+                self._side.note("swap", f"model connection could not be replaced: {event.exception!r}")
                 return
             await self._tell_about_cut()
             carried = await self._carry_over(now)
@@ -337,6 +339,7 @@ class Continuity:
         self.stats.swap_s.append(swap_s)
         self.stats.held_s.append(held_s)
         self.stats.carried_s.append(carried_s)
+        self._side.note("swap", f"model connection replaced in {swap_s:.2f} s; caller audio held {held_s:.2f} s")
         self._log.info(
             "model connection replaced in %.2f s | caller audio held: %.2f s (the oldest waited %.2f s), delivered "
             "in order now | unfinished utterance given again: %.2f s",

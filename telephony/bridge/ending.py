@@ -81,9 +81,14 @@ class CallEnding:
         self._rest = call_control
         self._apology = apology
         self._goodbye: asyncio.Task[None] | None = None
-        self.failing = False
-        """The agent failed: its audio is no longer played, and the apology is on its way."""
+        self.failure: tuple[str, str] | None = None
+        """The agent failed (its error kind and what the operator is told): the call's outcome says so."""
         self.hanging_up = False
+
+    @property
+    def failing(self) -> bool:
+        """The agent failed: its audio is no longer played, and the apology is on its way."""
+        return self.failure is not None
 
     @property
     def goodbye_armed(self) -> bool:
@@ -129,16 +134,16 @@ class CallEnding:
         """The agent is gone: apologise to the caller, then hang up. Idempotent."""
         if self.failing or self._side.ended:
             return
-        self.failing = True
-        self._side.count_error(kind)
         notes = operator_notes(error)
+        self.failure = (kind, " | ".join([reason, *notes]))
+        self._side.count_error(kind)
         self._side.log.error(
             "%s%s",
             reason,
             "".join(f" | {note}" for note in notes),
             exc_info=error if self._side.log.isEnabledFor(logging.DEBUG) else None,
         )
-        self._observers.notify("note", "error", " | ".join([reason, *notes]))
+        self._observers.notify("note", "error", self.failure[1])
         self.cancel_goodbye()
         self._side.spawn(self._apologise(reason), "apology")
 

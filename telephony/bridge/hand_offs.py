@@ -53,6 +53,8 @@ class HandOffs:
         """The call as the warm-transfer desk sees it (``transfer.Leg``)."""
         self._handing_to: asyncio.Task[WarmTransfer | None] | None = None
         """The warm transfer taking this caller to hold: once it has, it inherits the recording and the feed."""
+        self.transferred_to: str | None = None
+        """Where a cold transfer took the caller (a warm one is known from ``handed_to``)."""
 
     def transfer(self, destination: str, reason: str, summary: str = "") -> HandOffAction:
         """The action that moves the call to ``destination``: warm if this server does warm transfers."""
@@ -78,6 +80,7 @@ class HandOffs:
             return None
         host.log.info("call transferred to %s (%s)", destination, reason)
         host.observers.notify("note", "transfer", destination)
+        self.transferred_to = destination
         if self._services.metrics is not None:
             self._services.metrics.transfers.labels(mode="cold", outcome="dialled").inc()
         return HandOff(f"transferred to {destination}")

@@ -42,6 +42,7 @@ from telephony.bridge.twilio_stream import DIAL_PARAMETER as DIAL_PARAMETER  # m
 from telephony.bridge.twilio_stream import TwilioStream, admit
 from telephony.bridge.watchdog import CallClock
 from telephony.call_info import CallInfo
+from telephony.call_outcome import CallOutcome, decide
 from telephony.config import Settings
 from telephony.operations.latency import LatencySamples
 from telephony.operations.logs import CallLog
@@ -109,6 +110,8 @@ class CallSession:
         self._limits: TimeLimits | None = None
         self._tasks = OwnedTasks(self._task_crashed)
         self._ended = asyncio.Event()
+        self._crashed: str | None = None
+        """The internal error that ended the call, if one did (its outcome is "crashed")."""
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -163,6 +166,7 @@ class CallSession:
     def _task_crashed(self, task: asyncio.Task[Any], error: BaseException) -> None:
         self._log.error("task %s crashed: %r", task.get_name(), error, exc_info=error)
         self.count_error("internal")
+        self._crashed = self._crashed or f"internal error in {task.get_name()}: {error!r}"
         self.finish(f"internal error in {task.get_name()}", by="server")
 
     def count_error(self, kind: str) -> None:
@@ -182,30 +186,46 @@ class CallSession:
         if handed_to is not None:
             self.stats.end_reason, self.stats.ended_by = f"on hold: warm transfer to {handed_to.destination}", "agent"
         await self._link.stop()
+        outcome = self.outcome(handed_to.destination if handed_to is not None else None)
         if self.call is not None:
-            self._log_summary()
-            self._record_metrics()
+            self._log_summary(outcome)
+            self._record_metrics(outcome)
         if (span := self._link.speech.finish()) is not None:
             self.observers.notify("caller_speech", span)
+        if self.call is not None:
+            self.observers.notify("note", "outcome", outcome.note_detail())
         self.role.ended(self.stats.end_reason or "unknown")
         if handed_to is not None and self._services.transfers is not None:
             self._services.transfers.adopt(handed_to, self.observers)  # the recording goes on until it settles
             return
         await self.observers.close(self.stats.end_reason or "unknown", self.stats.ended_by or "unknown")
 
-    def _record_metrics(self) -> None:
+    def outcome(self, warm_transfer_to: str | None = None) -> CallOutcome:
+        """How the call ended, from what its parts saw (telephony.call_outcome); final once it has ended."""
+        return decide(
+            self.stats.ended_by,
+            self.stats.end_reason,
+            failure=self.ending.failure,
+            timed_out=self._limits.timed_out if self._limits is not None else None,
+            transferred_to=warm_transfer_to or self._hand_offs.transferred_to,
+            crashed=self._crashed,
+        )
+
+    def _record_metrics(self, outcome: CallOutcome) -> None:
         if self._services.latency_book is not None:
             self._services.latency_book.extend(self.latency)
         if self._services.metrics is not None:
             playback = self.playback
             dropped_frames = playback.frames_dropped if playback else 0
             self._services.metrics.record_call(self.stats, self._link.dropped_chunks, dropped_frames)
+            self._services.metrics.call_outcome(outcome.code)
 
-    def _log_summary(self) -> None:
+    def _log_summary(self, outcome: CallOutcome) -> None:
         playback = self.playback
         self._log.info(
-            "call ended | by=%s reason=%s duration=%.1fs turns=%d barge_ins=%d frames_in=%d frames_out=%d "
+            "call ended | outcome=%s by=%s reason=%s duration=%.1fs turns=%d barge_ins=%d frames_in=%d frames_out=%d "
             "caller_audio_dropped_chunks=%d bad_messages=%d model_restarts=%d latency(p50/p99) %s",
+            outcome.code.value,
             self.stats.ended_by or "unknown",
             self.stats.end_reason or "unknown",
             self.stats.duration,

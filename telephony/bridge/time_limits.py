@@ -34,6 +34,8 @@ class TimeLimits:
         self._count_error = count_error
         self._observers = observers
         self._log = call_log
+        self.timed_out: str | None = None
+        """Why a limit hung up on the call (the call's outcome is a timeout), if one did."""
 
     async def run(self) -> None:
         while True:
@@ -60,13 +62,17 @@ class TimeLimits:
             self._tell_agent("The call has reached its time limit. Say a short goodbye now, then end the call.")
         elif verdict is Verdict.FORCE_END:
             self._count_error("time_limit")
-            await self._ending.hang_up("the call did not wrap up in time", by="server")
+            await self._hang_up("the call did not wrap up in time")
         elif verdict is Verdict.STREAM_GONE:
             self._count_error("stream_gone")
-            await self._ending.hang_up("no audio from Twilio: the stream is gone", by="server")
+            await self._hang_up("no audio from Twilio: the stream is gone")
         elif verdict is Verdict.AGENT_UNRESPONSIVE:
             reason = "agent unresponsive: the caller spoke and the agent produced nothing"
             self._ending.fail(reason, kind="agent_unresponsive")
+
+    async def _hang_up(self, reason: str) -> None:
+        self.timed_out = self.timed_out or reason
+        await self._ending.hang_up(reason, by="server")
 
 
 def limits_from(settings: Settings) -> Limits:

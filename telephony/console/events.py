@@ -21,6 +21,7 @@ from typing import Any
 
 from telephony.bridge.caller_speech import SpeechSpan
 from telephony.call_info import CallInfo
+from telephony.call_outcome import CallOutcome, parse_note
 
 BACKLOG = 2000
 """Events a feed keeps for late (or reconnecting) subscribers."""
@@ -47,6 +48,8 @@ class CallFeed:
         self.agent: dict[str, str] = {}
         self.counts = {"turns": 0, "tool_calls": 0, "barge_ins": 0}
         self.end: dict[str, str] | None = None
+        self.outcome: CallOutcome | None = None
+        """How the call ended (the session's ``outcome`` note, just before the end)."""
         self._backlog: deque[Event] = deque(maxlen=BACKLOG)
         self._changed = asyncio.Event()
         self._transcripts: dict[str, str] = {}
@@ -94,8 +97,15 @@ class CallFeed:
             "live": not self.ended,
             "ended_by": (self.end or {}).get("by"),
             "end_reason": (self.end or {}).get("reason"),
+            **self._outcome_fields(),
             **self.counts,
         }
+
+    def _outcome_fields(self) -> dict[str, str | None]:
+        outcome = self.outcome if self.ended else None
+        if outcome is None:
+            return {"outcome": None, "outcome_label": None, "outcome_reason": None}
+        return {"outcome": outcome.code.value, "outcome_label": outcome.label, "outcome_reason": outcome.reason}
 
     # --- CallObserver hooks (on the audio path: no work for audio) --------------------------------
 
@@ -145,7 +155,9 @@ class CallFeed:
             self.publish("note", kind="model", detail=f"{kind.removeprefix('bidi_')}: {event.get('reason', '')}")
 
     def note(self, kind: str, detail: str) -> None:
-        if kind == "barge_in":
+        if kind == "outcome":
+            self.outcome = parse_note(detail)
+        elif kind == "barge_in":
             self.counts["barge_ins"] += 1
             self.publish("barge_in", detail=detail)
         elif kind == "hangup":
@@ -159,8 +171,8 @@ class CallFeed:
     def finish(self, reason: str, ended_by: str) -> None:
         if not self.ended:
             self.end = {"reason": reason, "by": ended_by}
-            self.publish("ended", reason=reason, by=ended_by)
             self.ended = True
+            self.publish("ended", reason=reason, by=ended_by, **self._outcome_fields())
 
     def _transcript(self, event: dict[str, Any], text: str, final: bool) -> None:
         content_id = str(event.get("content_id", ""))

@@ -29,13 +29,14 @@ import logging
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.requests import HTTPConnection
 
+from telephony.call_outcome import labels_json
 from telephony.console.auth import CALL_QUERY, STREAM_TOKEN_QUERY
 from telephony.console.events import CallFeed
 from telephony.console.listen import ListenerLimit
@@ -43,7 +44,8 @@ from telephony.console.search import search_transcripts
 from telephony.console.sign_in import SignInRequired, sign_in_page
 from telephony.console.state import Console, console_for
 from telephony.operations.logs import CallLog
-from telephony.recording.call_library import DOWNLOADS, CallLibrary
+from telephony.recording.call_library import DOWNLOADS, CallLibrary, CallSummary
+from telephony.recording.recovery import recover
 
 __all__ = ["Console", "CurrentConsole", "console_for", "install", "router"]
 
@@ -241,11 +243,34 @@ def _follow(request: Request, console: Console, feed: CallFeed) -> Response:
 @router.get("/api/calls", dependencies=_operator)
 async def list_calls(console: CurrentConsole) -> JSONResponse:
     live = [feed.summary() for feed in console.events.recent()]
-    if console.library is None:
-        return JSONResponse({"recording": False, "calls": [], "live": live}, headers={"Cache-Control": "no-store"})
-    calls = await asyncio.to_thread(console.library.recent)
-    body = {"recording": True, "calls": [call.to_json() for call in calls], "live": live}
+    calls = await asyncio.to_thread(_recent_recovered, console.library) if console.library is not None else []
+    rows = [call.to_json() for call in calls]
+    body = {
+        "recording": console.library is not None,
+        "calls": rows,
+        "live": live,
+        "outcomes": outcome_counts(rows, live),
+        "outcome_labels": labels_json(),
+    }
     return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+
+def _recent_recovered(library: CallLibrary) -> list[CallSummary]:
+    """The newest recordings, those a dead server left unfinished recovered first (normally done at start-up)."""
+    calls = library.recent()
+    folders = [library.folder(call.name) for call in calls if not call.complete]
+    recovered = [folder for folder in folders if folder is not None and recover(folder)]
+    return library.recent() if recovered else calls
+
+
+def outcome_counts(rows: list[dict[str, Any]], live: list[dict[str, Any]]) -> dict[str, int]:
+    """Calls of each outcome among those listed (a call both recorded and in the live list counts once)."""
+    counts = dict.fromkeys(labels_json(), 0)
+    recorded = {row["call_sid"] for row in rows}
+    for row in [*rows, *(feed for feed in live if feed["call_sid"] not in recorded)]:
+        if row.get("outcome") in counts:
+            counts[row["outcome"]] += 1
+    return counts
 
 
 @router.get("/api/search", dependencies=_operator)
@@ -257,7 +282,7 @@ async def search_calls(console: CurrentConsole, q: str = "") -> JSONResponse:
 
 @router.get("/api/calls/{name}", dependencies=_operator)
 async def call_transcript(console: CurrentConsole, name: str) -> JSONResponse:
-    transcript = await asyncio.to_thread(_library(console).transcript, name)
+    transcript = await asyncio.to_thread(_transcript_recovered, _library(console), name)
     if transcript is None:
         raise HTTPException(
             status_code=404,
@@ -289,6 +314,15 @@ async def call_file(console: CurrentConsole, name: str, file_name: str) -> Respo
         raise HTTPException(status_code=404, detail=f"{name!r} has no {file_name!r} to download")
     media_type = DOWNLOADS[file_name]
     return FileResponse(path, media_type=media_type, filename=f"{name}-{file_name}")
+
+
+def _transcript_recovered(library: CallLibrary, name: str) -> dict[str, Any] | None:
+    """A recording's transcript; one whose writer died is recovered first (if the start-up has not yet)."""
+    transcript = library.transcript(name)
+    folder = library.folder(name)
+    if transcript is None and folder is not None and recover(folder):
+        transcript = library.transcript(name)
+    return transcript
 
 
 def _library(console: Console) -> CallLibrary:

@@ -19,6 +19,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from telephony.call_outcome import Outcome
+
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -43,6 +45,15 @@ class Metrics:
             registry=r,
         )
         self.calls = Counter("voicebot_calls", "Calls ended, by who ended them.", ["ended_by"], registry=r)
+        self.outcomes = Counter(
+            "voicebot_call_outcomes",
+            "Calls ended, by outcome (telephony/call_outcome.py: completed-by-bot, completed-by-caller, "
+            "completed-by-server, transferred, failed-agent-start, failed-model-error, failed-timeout, crashed).",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in Outcome:
+            self.outcomes.labels(outcome=outcome.value)  # every outcome scraped from the start, at 0
         self.calls_refused = Counter(
             "voicebot_calls_refused", "Calls turned away before the stream, by reason.", ["reason"], registry=r
         )
@@ -90,6 +101,9 @@ class Metrics:
 
     def prewarm_outcome(self, outcome: str) -> None:
         self.prewarm.labels(outcome=outcome).inc()
+
+    def call_outcome(self, outcome: str) -> None:
+        self.outcomes.labels(outcome=outcome).inc()
 
     def record_call(self, stats: CallStatsLike, caller_chunks_dropped: int, bot_frames_dropped: int) -> None:
         """Everything about one call, once, when it ends."""

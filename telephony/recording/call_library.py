@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from telephony.call_outcome import CallOutcome, Outcome, decide
 from telephony.recording.call_audio import BOT_WAV, CALLER_WAV
 from telephony.recording.format import EVENTS_FILE
 from telephony.recording.transcript import TRANSCRIPT_FILE
@@ -60,6 +61,12 @@ class CallSummary:
     has_audio: bool
     complete: bool
     """False while the call is still being recorded, or if the recorder stopped before finishing."""
+    outcome: str | None = None
+    """How the call ended (telephony.call_outcome); None while it is being recorded."""
+    outcome_label: str | None = None
+    outcome_reason: str | None = None
+    recovered: bool = False
+    """Its files were rebuilt from ``events.jsonl`` after its writer died (telephony.recording.recovery)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,6 +140,7 @@ def summarise(name: str, folder: Path) -> CallSummary:
     transcript = _read_json(folder / TRANSCRIPT_FILE) or {}
     turns = transcript.get("turns") or []
     ended = transcript.get("ended") or {}
+    outcome = _outcome(transcript)
     return CallSummary(
         name=name,
         call_sid=call.get("call_sid") or transcript.get("call_sid"),
@@ -150,7 +158,25 @@ def summarise(name: str, folder: Path) -> CallSummary:
         files=[file_name for file_name in DOWNLOADS if (folder / file_name).is_file()],
         has_audio=(folder / CALL_AUDIO).is_file(),
         complete=bool(transcript),
+        outcome=outcome.code.value if outcome else None,
+        outcome_label=outcome.label if outcome else None,
+        outcome_reason=outcome.reason if outcome else None,
+        recovered=bool(transcript.get("recovered")),
     )
+
+
+def _outcome(transcript: dict[str, Any]) -> CallOutcome | None:
+    """A finished recording's outcome (one from before outcomes were recorded: from how it ended)."""
+    if not transcript:
+        return None
+    given = transcript.get("outcome")
+    if isinstance(given, dict):
+        try:
+            return CallOutcome(Outcome(str(given.get("code"))), str(given.get("reason") or ""))
+        except ValueError:
+            pass
+    ended = transcript.get("ended") or {}
+    return decide(str(ended.get("by") or ""), str(ended.get("reason") or ""))
 
 
 def _first_line(path: Path) -> dict[str, Any] | None:

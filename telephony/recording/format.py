@@ -33,7 +33,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from telephony.call_info import CallInfo
 
@@ -98,33 +98,8 @@ class Recording:
     @classmethod
     def load(cls, path: Path | str) -> Recording:
         """Read a recording folder or its ``events.jsonl``; a cut-off last line (a crash) is skipped."""
-        path = Path(path)
-        if path.is_dir():
-            path = path / EVENTS_FILE
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as error:
-            raise RecordingError(f"cannot read {path}: {error.strerror or error}") from None
-        if not lines:
-            raise RecordingError(f"{path} is empty: record a call with VOICEBOT_RECORD_DIR set")
-        head = _parse(lines[0], path, 1)
-        if head.get("format") != FORMAT:
-            raise RecordingError(f"{path} is not a voicebot recording (its first line has no format {FORMAT!r})")
-        if head.get("version") != VERSION:
-            raise RecordingError(
-                f"{path} is format version {head.get('version')}; this voicebot reads version {VERSION}"
-            )
-        records = []
-        for number, line in enumerate(lines[1:], start=2):
-            if not line.strip():
-                continue
-            try:
-                records.append(_parse(line, path, number))
-            except RecordingError:
-                if number == len(lines):
-                    break  # the process stopped mid-line
-                raise
-        return cls(header=head, records=records, path=path)
+        events, head, records = read(path)
+        return cls(header=head, records=list(records), path=events)
 
     @property
     def call(self) -> dict[str, Any]:
@@ -152,6 +127,47 @@ class Recording:
     def twilio_messages(self, kind: str) -> list[dict[str, Any]]:
         """Messages of ``twilio_in`` or ``twilio_out`` that were JSON objects, in order."""
         return [record["message"] for record in self.of_kind(kind) if isinstance(record.get("message"), dict)]
+
+
+def read(path: Path | str) -> tuple[Path, dict[str, Any], Iterator[dict[str, Any]]]:
+    """A recording's ``events.jsonl``, its checked header and its records one at a time (a long call's records
+    need not all be in memory); a cut-off last line (a crash) is skipped, a bad line before it raises."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / EVENTS_FILE
+    try:
+        file = path.open(encoding="utf-8")
+    except OSError as error:
+        raise RecordingError(f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        first = file.readline()
+        if not first:
+            raise RecordingError(f"{path} is empty: record a call with VOICEBOT_RECORD_DIR set")
+        head = _parse(first, path, 1)
+        if head.get("format") != FORMAT:
+            raise RecordingError(f"{path} is not a voicebot recording (its first line has no format {FORMAT!r})")
+        if head.get("version") != VERSION:
+            raise RecordingError(
+                f"{path} is format version {head.get('version')}; this voicebot reads version {VERSION}"
+            )
+    except BaseException:
+        file.close()
+        raise
+    return path, head, _records(file, path)
+
+
+def _records(file: IO[str], path: Path) -> Iterator[dict[str, Any]]:
+    with file:
+        bad: RecordingError | None = None
+        for number, line in enumerate(file, start=2):
+            if bad is not None:
+                raise bad
+            if not line.strip():
+                continue
+            try:
+                yield _parse(line, path, number)
+            except RecordingError as error:
+                bad = error  # the last line of a process that stopped mid-line, unless another follows
 
 
 def _parse(line: str, path: Path, number: int) -> dict[str, Any]:

@@ -11,6 +11,7 @@ write fails (disk full), recording stops for that call with one log line, and th
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import logging
 import queue
@@ -27,7 +28,7 @@ from telephony.call_info import CallInfo
 from telephony.operations.logs import CallLog
 from telephony.recording.call_audio import CallAudio
 from telephony.recording.format import EVENTS_FILE, encode_line, header
-from telephony.recording.transcript import TRANSCRIPT_FILE, TranscriptBuilder
+from telephony.recording.transcript import TranscriptBuilder, write_transcript
 from telephony.twilio.security import PARAMETER_NAME
 
 log = logging.getLogger(__name__)
@@ -182,6 +183,9 @@ class _Writer:
         self.call = call
         self.started_at = started_at
         self.file: IO[str] = open(folder / EVENTS_FILE, "w", encoding="utf-8")
+        self._alive = open(folder / EVENTS_FILE, "rb")
+        """Locked until the files are finished: a writer that died lets go of it (telephony.recording.recovery)."""
+        fcntl.flock(self._alive, fcntl.LOCK_EX)
         self.header: dict[str, Any] | None = None
         self.pending: list[dict[str, Any]] = []
         self.input_rate = 16000
@@ -259,13 +263,13 @@ class _Writer:
         self.file.close()
         assert self.header is not None
         self.transcript.audio.write(self.folder)
-        text = json.dumps(self.transcript.build(self.header, self.end), indent=2, ensure_ascii=False)
-        (self.folder / TRANSCRIPT_FILE).write_text(text + "\n", encoding="utf-8")
+        write_transcript(self.folder, self.transcript.build(self.header, self.end))
 
     def close(self) -> None:
         if not self.file.closed:
             self.file.close()
         self.transcript.audio.close()
+        self._alive.close()
 
 
 def _make_folder(wanted: Path) -> Path:

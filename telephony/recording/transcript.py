@@ -14,17 +14,24 @@
   and ``end`` are when the model reported the words, which trails the audio.
 - A **tool** turn is one tool call: name, input, status, from the model's request to the tool's result.
 
-Barge-ins, hang-ups and errors the bridge noted are listed with their times.
+Barge-ins, hang-ups and errors the bridge noted are listed with their times; ``events`` puts everything that
+happened besides speech on the same clock as the turns (telephony.recording.timeline), and ``outcome`` says how
+the call ended (telephony.call_outcome). A bot turn with a ``latency_s`` also has its ``stages``: the caller's
+end of speech, when the model reported the words, the first audio sent and the first audio heard.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from telephony.call_outcome import from_records
 from telephony.codec import FRAME_SECONDS, TWILIO_RATE
 from telephony.recording.call_audio import CallAudio
+from telephony.recording.timeline import Timeline
 
 TRANSCRIPT_FILE = "transcript.json"
 JOIN_SPEECH_S = 1.0
@@ -38,6 +45,8 @@ class _BotTurn:
     order: int
     text: list[str] = field(default_factory=list)
     sent_frames: int = 0
+    first_sent: float | None = None
+    """When its first audio went out to Twilio (a latency stage)."""
     cut: dict[str, Any] | None = None
     """Set when the model's connection was replaced before this answer was finished."""
 
@@ -54,6 +63,9 @@ class TranscriptBuilder:
     bots: list[_BotTurn] = field(default_factory=list)
     others: list[dict[str, Any]] = field(default_factory=list)
     notes: list[dict[str, Any]] = field(default_factory=list)
+    timeline: Timeline = field(default_factory=Timeline)
+    """Key presses, barge-ins, tool calls, swaps, errors…: the ``events`` of ``transcript.json``."""
+    _outcome_notes: list[dict[str, Any]] = field(default_factory=list)
     _current: _BotTurn | None = None
     _transcript_starts: dict[str, float] = field(default_factory=dict)
     _tools: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -66,6 +78,7 @@ class TranscriptBuilder:
         at = float(record.get("t", 0.0))
         self._last_t = max(self._last_t, at)
         kind = record.get("kind")
+        self.timeline.add(at, record)
         if kind == "agent" and isinstance(record.get("event"), dict):
             self._on_agent(at, record["event"])
         elif kind == "note":
@@ -76,6 +89,7 @@ class TranscriptBuilder:
             turn = self._current if is_media else None
             if turn is not None:
                 turn.sent_frames += 1
+                turn.first_sent = at if turn.first_sent is None else turn.first_sent
             self.audio.add(record, turn.tag if turn is not None else None)
         elif kind == "twilio_in":
             self.audio.add(record)
@@ -128,6 +142,10 @@ class TranscriptBuilder:
         self.others.append(turn | {"_order": self._next_order()})
 
     def _on_note(self, at: float, note: str, detail: str) -> None:
+        if note in ("outcome", "error"):
+            self._outcome_notes.append({"kind": "note", "note": note, "detail": detail})
+        if note == "outcome":
+            return
         self.notes.append({"t": round(at, 3), "note": note, "detail": detail})
         if note == "error":
             self._bot_turn(at).text.append("(apology)")
@@ -147,12 +165,17 @@ class TranscriptBuilder:
         add_latencies(turns)
         for turn in turns:
             turn.pop("_untimed", None)
+            turn.pop("_first_sent", None)
+        outcome = from_records([*self._outcome_notes, *([end] if end else [])], header.get("model") is not None)
         return {
             "call_sid": (header.get("call") or {}).get("call_sid"),
             "started_at": header.get("started_at"),
             "duration_s": round(float(end["t"]) if end else self._last_t, 3),
             "ended": {"reason": end.get("reason"), "by": end.get("ended_by")} if end else None,
+            "outcome": outcome.to_json(),
+            "recovered": False,
             "turns": turns,
+            "events": self.timeline.events(),
             "barge_ins": [note["t"] for note in self.notes if note["note"] == "barge_in"],
             "notes": [note for note in self.notes if note["note"] != "barge_in"],
         }
@@ -186,6 +209,7 @@ class TranscriptBuilder:
             "sent_s": round(sent_s, 3),
             "heard_s": round(heard_s, 3),
             "interrupted": heard_s < sent_s - 0.0201 or turn.cut is not None,
+            "_first_sent": turn.first_sent,
             "_created": turn.created,
             "_order": turn.order,
         }
@@ -200,14 +224,26 @@ def add_latencies(turns: list[dict[str, Any]]) -> None:
     ``turns`` are in start order. Only the first bot turn heard after the caller stopped counts, and only if
     the caller did not speak again in between (what the replay report and the demo measure too).
     """
-    last_caller_end: float | None = None
+    answered: dict[str, Any] | None = None
     for turn in turns:
         if turn["role"] == "caller" and isinstance(turn.get("end"), float | int) and not turn.get("_untimed"):
-            last_caller_end = float(turn["end"])
-        elif turn["role"] == "bot" and isinstance(turn.get("start"), float | int) and last_caller_end is not None:
-            if turn["start"] >= last_caller_end:
-                turn["latency_s"] = round(turn["start"] - last_caller_end, 3)
-            last_caller_end = None
+            answered = turn
+        elif turn["role"] == "bot" and isinstance(turn.get("start"), float | int) and answered is not None:
+            if turn["start"] >= answered["end"]:
+                turn["latency_s"] = round(turn["start"] - answered["end"], 3)
+                turn["stages"] = _stages(answered, turn)
+            answered = None
+
+
+def _stages(caller: dict[str, Any], bot: dict[str, Any]) -> dict[str, float | None]:
+    """Where an answer's latency went: end of speech → model reported it → first audio out → first heard."""
+    recognised, sent = caller.get("recognised_at"), bot.get("_first_sent")
+    return {
+        "speech_end": round(float(caller["end"]), 3),
+        "recognised": round(float(recognised), 3) if isinstance(recognised, float | int) else None,
+        "first_audio_out": round(float(sent), 3) if isinstance(sent, float | int) else None,
+        "first_audio_heard": round(float(bot["start"]), 3),
+    }
 
 
 def _cut_detail(detail: str) -> dict[str, Any]:
@@ -219,3 +255,10 @@ def _cut_detail(detail: str) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         return {"detail": detail}
     return {key: parsed[key] for key in ("reason", "heard_s", "heard_text") if key in parsed}
+
+
+def write_transcript(folder: Path, transcript: dict[str, Any]) -> None:
+    """Write ``transcript.json`` whole or not at all: its presence says the recording is finished."""
+    partial = folder / f".{TRANSCRIPT_FILE}.partial"
+    partial.write_text(json.dumps(transcript, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(partial, folder / TRANSCRIPT_FILE)

@@ -25,6 +25,7 @@ from telephony.console.state import Console
 from telephony.operations.admission import Admission
 from telephony.operations.latency import LatencySamples
 from telephony.operations.metrics import Metrics
+from telephony.recording.recovery import StartupRecovery
 from telephony.twilio.calls_api import CallsApi
 from telephony.twilio.security import CallTokens
 
@@ -53,6 +54,8 @@ class AppServices:
     """Per-call observers every session gets (the recorder, the console's event feed, the caller's own)."""
     instance: str = ""
     """This worker or replica, as the TwiML's pre-warm parameter names it."""
+    recovery: StartupRecovery | None = None
+    """Finishes, at start-up, the recordings a killed server left unfinished (with ``VOICEBOT_RECORD_DIR``)."""
 
     @property
     def sessions(self) -> set[CallSession]:
@@ -61,12 +64,16 @@ class AppServices:
     async def start(self) -> None:
         """What needs the running event loop: with several workers, the word with the others."""
         settings = self.settings
+        if self.recovery is not None:
+            self.recovery.start()
         if settings.run_dir and settings.workers > 1:
             await self.calls.connect_peers(Path(settings.run_dir), settings.worker_index, settings.workers)
 
     async def aclose(self) -> None:
         """Stop what the services own, at shutdown (after the calls have drained)."""
         self.calls.close()
+        if self.recovery is not None:
+            await self.recovery.aclose()
         if self.prewarmer is not None:
             await self.prewarmer.aclose()
         if self.transfers is not None:

@@ -176,6 +176,22 @@ def test_keypresses_select_intents() -> None:
     assert conversation.on_text("The caller pressed 7 on their keypad.").intent == UNKNOWN_KEY
 
 
+def test_the_bridges_wrap_up_instruction_gets_the_goodbye_and_its_notes_no_reply() -> None:
+    conversation = Conversation(FRONT_DESK)
+    restart = conversation.on_text(
+        "The phone service is restarting. Say a short goodbye to the caller now, then end the call."
+    )
+    limit = conversation.on_text("The call has reached its time limit. Say a short goodbye now, then end the call.")
+    for turn in (restart, limit):
+        assert turn is not None and turn.intent == "goodbye" and turn.then is not None
+        assert turn.then.name == "end_conversation"
+    note = "Note for you, not to read out: this call ends automatically in about 30 seconds. Start wrapping up."
+    assert conversation.on_text(note) is None
+    no_goodbye = replace(FRONT_DESK, intents=tuple(i for i in FRONT_DESK.intents if i.name != "goodbye"))
+    plain = Conversation(no_goodbye).on_text("Say a short goodbye now, then end the call.")
+    assert plain is not None and plain.then is not None and plain.then.name == "end_conversation"
+
+
 def test_jokes_take_turns_and_typed_phrases_work() -> None:
     conversation = Conversation(FRONT_DESK)
     jokes = [conversation.on_text("tell me a joke").reply for _ in range(4)]

@@ -235,7 +235,7 @@ async def test_a_swap_after_a_cut_finds_no_answer_to_pick_up() -> None:
     answer.observe(audio("a1", 1.0))
     answer.cut()  # the person pressed 1: the briefing is over
     await swap(continuity)
-    assert continuity.stats.cut_answers == 0 and not side.closed and not side.notes
+    assert continuity.stats.cut_answers == 0 and not side.closed and [kind for kind, _ in side.notes] == ["swap"]
 
 
 async def test_a_swap_mid_answer_closes_it_for_everyone(caplog: pytest.LogCaptureFixture) -> None:
@@ -246,6 +246,14 @@ async def test_a_swap_mid_answer_closes_it_for_everyone(caplog: pytest.LogCaptur
     answer.observe(audio("a1", 1.0))
     caplog.set_level(logging.INFO)
     await swap(continuity, QuietSwitchTimeout())
-    assert continuity.stats.cut_answers == 1 and side.closed == ["a1"] and side.notes[0][0] == "cut"
+    assert (
+        continuity.stats.cut_answers == 1
+        and side.closed == ["a1"]
+        and [kind for kind, _ in side.notes]
+        == [
+            "swap",
+            "cut",
+        ]
+    )
     assert not answer.responding and answer.audio is None and not answer.is_cut("a1")  # what arrived still plays
     assert "at a quiet moment" in caplog.text

@@ -16,6 +16,7 @@ import websockets
 import telephony.console.routes as console_module
 from telephony.app import create_app
 from telephony.call_info import CallInfo
+from telephony.call_outcome import labels_json
 from telephony.config import ConfigError, Settings, load_settings
 from telephony.console.auth import ConsoleAccess
 from telephony.console.events import BACKLOG, CallFeed
@@ -40,6 +41,14 @@ GREET_AND_HANG_UP = [
     CallTool("end_conversation", {"reason": "caller said bye"}),
     Hold(),
 ]
+NOTHING_LISTED = {
+    "recording": False,
+    "calls": [],
+    "live": [],
+    "outcomes": dict.fromkeys(labels_json(), 0),
+    "outcome_labels": labels_json(),
+}
+"""The calls list of a console that records nothing and has had no call."""
 
 
 def never_called(call: CallInfo) -> Any:  # pragma: no cover - these tests open no stream
@@ -150,7 +159,7 @@ async def test_console_pages_need_the_secret() -> None:
         for name in ("..%2Fconsole.py", ".hidden.js", "missing.js", "index.txt"):
             assert (await client.get(f"/console/static/{name}", headers=BEARER)).status_code == 404
         listed = (await client.get("/console/api/calls", headers=BEARER)).json()
-        assert listed == {"recording": False, "calls": [], "live": []}
+        assert listed == NOTHING_LISTED
 
 
 async def test_twilio_routes_keep_their_signature_checks_with_the_console_on() -> None:
@@ -181,6 +190,7 @@ async def test_a_console_call_gets_in_without_a_twilio_signature_and_streams_its
     assert tool["name"] == "end_conversation" and tool["input"] == {"reason": "caller said bye"}
     assert any(event["type"] == "tool_result" and event["status"] == "success" for event in events)
     assert kinds.index("hangup") < kinds.index("ended") and events[-1]["by"] == "agent"
+    assert events[-1]["outcome"] == "completed-by-bot" and events[-1]["outcome_label"] == "completed by the bot"
     assert [event["seq"] for event in events] == sorted({event["seq"] for event in events})
 
 
@@ -355,6 +365,7 @@ async def test_a_twilio_call_is_listed_live_and_followed_then_its_recording_down
                 await asyncio.sleep(0.1)
             (row,) = rows
             assert row["model"] == "scripted" and set(row["files"]) == set(DOWNLOADS)
+            assert row["outcome"] == "completed-by-bot" and row["recovered"] is False
             for file_name in DOWNLOADS:
                 response = await client.get(f"/console/api/calls/{row['name']}/files/{file_name}")
                 assert response.status_code == 200 and response.content, file_name

@@ -88,7 +88,9 @@ async def test_a_call_is_recorded_as_events_wavs_and_transcript(tmp_path: Path) 
     assert sum(message["event"] == "media" for message in inbound) == len(call.said)
     deltas = [record for record in recording.of_kind("agent") if record["event"]["type"] == "bidi_audio_delta"]
     assert deltas and all(set(record["input"]) == {"audio_s", "texts", "tool_results"} for record in deltas)
-    assert [record["note"] for record in recording.of_kind("note")] == ["barge_in"]
+    assert [record["note"] for record in recording.of_kind("note")] == ["barge_in", "outcome"]
+    barge_in_note = next(recording.of_kind("note"))["detail"]
+    assert re.fullmatch(r"about \d\.\d\d s of bot audio unheard; [0-2] of the answer's 2 words heard", barge_in_note)
     assert recording.end is not None and recording.end["ended_by"] == "caller"
 
     caller_params, caller_wav = read_wav(folder / "caller.wav")
@@ -110,6 +112,9 @@ async def test_a_call_is_recorded_as_events_wavs_and_transcript(tmp_path: Path) 
     barge_in = transcript["barge_ins"][0]
     assert first["start"] < first["end"] <= barge_in + 0.02 and last["start"] >= barge_in
     assert transcript["ended"]["by"] == "caller" and len(transcript["barge_ins"]) == 1
+    assert transcript["outcome"]["code"] == "completed-by-caller" and transcript["recovered"] is False
+    assert [event["kind"] for event in transcript["events"]] == ["barge_in"]
+    assert transcript["events"][0]["t"] == barge_in and transcript["notes"] == []
     # The caller's turn spans their speech where it is in caller.wav, not the moment the model reported it.
     caller_turn = transcript["turns"][1]
     voiced = np.flatnonzero(np.abs(caller_wav) > 1000) / 8000

@@ -43,7 +43,8 @@ class OfflineBrain:
         return await self._reply(self._conversation.on_match(heard, match))
 
     async def on_text(self, text: str) -> Reply | None:
-        return await self._reply(self._conversation.on_text(text))
+        turn = self._conversation.on_text(text)
+        return await self._reply(turn) if turn is not None else None
 
     async def on_tool_result(self, tool_use_id: str, name: str, result: Any) -> Reply | None:
         turn = self._lookups.pop(tool_use_id, None)
