@@ -268,8 +268,10 @@ export async function openRecording(name, state) {
   $('call-title').textContent = `${summary.from_number || 'Unknown caller'} → ${summary.to_number || '–'} · ${formatStart(summary.started_at)} · ${formatSeconds(transcript.duration_s)}`;
   const ended = transcript.ended;
   const who = [summary.agent, summary.model].filter(Boolean).join(' on ');
-  $('call-ended').textContent = `${ended ? `Ended by ${ended.by}: ${ended.reason}` : 'The recording has no end (cut short).'}${who ? ` · ${who}` : ''}`;
-  showOutcome(transcript.outcome, transcript.recovered ?? summary.recovered);
+  const recovered = transcript.recovered ?? summary.recovered;
+  const noEnd = recovered ? 'The server stopped during the call: its end was not recorded.' : 'The recording has no end (cut short).';
+  $('call-ended').textContent = `${ended ? `Ended by ${ended.by}: ${ended.reason}` : noEnd}${who ? ` · ${who}` : ''}`;
+  showOutcome(transcript.outcome, recovered);
   downloadLinks(name, summary.files);
   $('listen').hidden = $('player').hidden = $('player-hint').hidden = !summary.has_audio;
   const player = $('player');

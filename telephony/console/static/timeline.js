@@ -4,7 +4,7 @@
 
 import { $ } from './format.js';
 
-const AXIS_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600];
+const AXIS_STEPS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600];
 const AXIS_TICKS = 8; // at most, so labels never crowd on a phone
 
 export function clearTimeline() {
@@ -105,12 +105,13 @@ export function stagesText(turn) {
 function renderAxis(duration, percent) {
   const step = AXIS_STEPS.find((candidate) => duration / candidate <= AXIS_TICKS) || AXIS_STEPS.at(-1);
   const axis = $('axis');
-  for (let t = 0; t <= duration + 1e-6; t += step) {
+  for (let index = 0; index * step <= duration + 1e-6; index++) {
+    const t = Math.round(index * step * 10) / 10;
     const tick = document.createElement('span');
     tick.className = 'tick';
     tick.style.left = percent(t);
     if (t > 0.9 * duration && t > 0) tick.classList.add('last'); // kept inside the track
-    tick.textContent = t >= 60 ? `${Math.floor(t / 60)}:${String(t % 60).padStart(2, '0')}` : `${t} s`;
+    tick.textContent = t >= 60 ? `${Math.floor(t / 60)}:${String(Math.round(t % 60)).padStart(2, '0')}` : `${t} s`;
     axis.append(tick);
   }
 }
