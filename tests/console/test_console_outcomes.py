@@ -230,8 +230,9 @@ async def test_a_server_stopped_then_killed_mid_call_and_the_calls_after_a_resta
             await page.screenshot(path=ARTIFACTS / "28-softphone-390px-server-stopped.png")
             await asyncio.wait_for(process.wait(), 60)
 
-        # Killed (SIGKILL) three caller turns into a call: the page says the connection was lost.
+        # Killed (SIGKILL) three caller turns into a call (on a desktop-sized screen): the connection was lost.
         async with voicebot_serve(tmp_path, port) as process:
+            await page.set_viewport_size(DESKTOP)
             await page.goto(f"http://{base}/console")
             await page.click("#call")
             await page.locator(".entry.turn.caller").nth(2).wait_for(timeout=STEP_TIMEOUT_MS)  # about 4 s in
@@ -241,7 +242,7 @@ async def test_a_server_stopped_then_killed_mid_call_and_the_calls_after_a_resta
             await wait_for_stats(page, "s.state === 'ended'")
             lost = await page.inner_text("#status")
             assert "connection to the server was lost" in lost, lost
-            await page.screenshot(path=ARTIFACTS / "29-softphone-390px-connection-lost.png")
+            await page.screenshot(path=ARTIFACTS / "29-softphone-1280px-connection-lost.png")
 
         # Restarted: the killed call is recovered, with its transcript and duration; nothing is in progress.
         async with voicebot_serve(tmp_path, port):

@@ -217,11 +217,15 @@ async def test_sign_in_errors_and_an_unreachable_server_say_what_happened(tmp_pa
                 assert refused_api.status_code == 401 and "detail" in refused_api.json()
             page, _errors = await open_page(context, f"http://{base}/console")
             await page.set_viewport_size(PHONE)
-        await page.click("#call")  # the server has stopped
-        await page.wait_for_function("() => document.getElementById('status').textContent.includes('Cannot reach')")
-        status = await page.inner_text("#status")
-        assert "is voicebot serve running" in status and "microphone" not in status, status
-        await page.screenshot(path=ARTIFACTS / "24-softphone-390px-server-unreachable.png")
+        for size, viewport in SIZES.items():  # the server has stopped
+            await page.set_viewport_size(viewport)
+            await page.evaluate("document.getElementById('status').textContent = ''")
+            await page.click("#call")
+            await page.wait_for_function("() => document.getElementById('status').textContent.includes('Cannot reach')")
+            status = await page.inner_text("#status")
+            assert "is voicebot serve running" in status and "microphone" not in status, status
+            assert await page.is_enabled("#call")  # ready to call again once the server is back
+            await page.screenshot(path=ARTIFACTS / f"24-softphone-{size}-server-unreachable.png")
 
 
 def _unused(call: CallInfo) -> Any:  # pragma: no cover - the pages under test place no call
