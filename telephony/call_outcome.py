@@ -75,11 +75,13 @@ def decide(
     timed_out: str | None = None,
     transferred_to: str | None = None,
     crashed: str | None = None,
+    wrapped_up: str | None = None,
 ) -> CallOutcome:
     """The outcome of a call that has just ended, from what the session saw (first match wins).
 
     ``failure``: the ending's (kind, reason) when it apologised; ``timed_out``: why a time limit hung up;
-    ``transferred_to``: where a transfer took the caller; ``crashed``: a task of the call that crashed.
+    ``transferred_to``: where a transfer took the caller; ``crashed``: a task of the call that crashed;
+    ``wrapped_up``: why the server asked the agent to say goodbye (a shutdown: the server ended the call).
     """
     if crashed is not None:
         return CallOutcome(Outcome.CRASHED, crashed)
@@ -90,6 +92,8 @@ def decide(
         return CallOutcome(Outcome.FAILED_TIMEOUT, timed_out)
     if transferred_to is not None:
         return CallOutcome(Outcome.TRANSFERRED, f"transferred to {transferred_to}")
+    if wrapped_up is not None and ended_by == "agent":
+        return CallOutcome(Outcome.COMPLETED_BY_SERVER, f"{wrapped_up} The bot said goodbye.")
     return CallOutcome(ENDED_BY.get(ended_by, Outcome.COMPLETED_BY_SERVER), end_reason or "unknown")
 
 

@@ -13,7 +13,6 @@ from fastapi import FastAPI
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from telephony.call_outcome import labels_json
 from telephony.console import routes as console_routes
 from telephony.console.state import Console
 from telephony.operations.admission import Admission
@@ -23,15 +22,7 @@ from telephony.routes import health, media_stream, status, voice
 from telephony.routes.services import AppServices
 
 from .conftest import TEST_SETTINGS
-
-NOTHING_LISTED = {
-    "recording": False,
-    "calls": [],
-    "live": [],
-    "outcomes": dict.fromkeys(labels_json(), 0),
-    "outcome_labels": labels_json(),
-}
-"""The calls list of a console that records nothing and has had no call."""
+from .console.test_console import NOTHING_LISTED
 
 
 class FakeCalls:

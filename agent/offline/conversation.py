@@ -10,7 +10,7 @@ bridge sends unprompted is the instruction to greet.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .matcher import Heard, Match, PhraseMatcher
 from .script import Intent, Script, ToolCall
@@ -77,10 +77,11 @@ class Conversation:
 
     def _goodbye(self) -> Turn:
         """The script's goodbye (it ends the call), or a plain one that does."""
+        end = ToolCall("end_conversation", {"reason": "asked to wrap up the call"})
         intent = next((intent for intent in self.script.intents if intent.name == GOODBYE), None)
         if intent is not None and intent.then is not None:
-            return self._turn(intent)
-        return Turn(GOODBYE, None, WRAP_UP_REPLY, then=ToolCall("end_conversation", {"reason": "the call must end"}))
+            return replace(self._turn(intent), then=end)
+        return Turn(GOODBYE, None, WRAP_UP_REPLY, then=end)
 
     def _turn(self, intent: Intent, heard: str | None = None) -> Turn:
         count = self._said.get(intent.name, 0)

@@ -207,6 +207,7 @@ class CallSession:
             self.stats.end_reason,
             failure=self.ending.failure,
             timed_out=self._limits.timed_out if self._limits is not None else None,
+            wrapped_up=self._limits.wrapped_up if self._limits is not None else None,
             transferred_to=warm_transfer_to or self._hand_offs.transferred_to,
             crashed=self._crashed,
         )

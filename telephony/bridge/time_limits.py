@@ -36,6 +36,8 @@ class TimeLimits:
         self._log = call_log
         self.timed_out: str | None = None
         """Why a limit hung up on the call (the call's outcome is a timeout), if one did."""
+        self.wrapped_up: str | None = None
+        """Why the server asked the agent to say goodbye (a shutdown), if it did: the server ended the call."""
 
     async def run(self) -> None:
         while True:
@@ -49,6 +51,8 @@ class TimeLimits:
     def wrap_up(self, reason: str) -> None:
         """Ask the agent to say goodbye now; the call is ended for it if it has not within the wrap-up time."""
         self._log.info("wrapping up: %s", reason)
+        self.wrapped_up = self.wrapped_up or reason
+        self._observers.notify("note", "wrap_up", reason)
         self.clock.wrap_up(time.monotonic())
         self._tell_agent(f"{reason} Say a short goodbye to the caller now, then end the call.")
 

@@ -40,6 +40,7 @@ async def drain(app: FastAPI, grace_s: float, wrap_up_s: float) -> None:
             await transfers.settle_all("the phone service is restarting")
         if not await _wait_until_idle(sessions, transfers, wrap_up_s + _AFTER_WRAP_UP_S):
             log.error("shutting down with %d call(s) still open", len(sessions))
+            return
     log.info("shutdown: all calls ended")
 
 

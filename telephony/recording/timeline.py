@@ -24,6 +24,7 @@ NOTE_KINDS = {
     "error": "error",
     "hangup": "hangup",
     "limit": "limit",
+    "wrap_up": "limit",
 }
 MAX_DETAIL = 500
 """Characters of a detail kept (a model's error can be long; the whole of it is in ``events.jsonl``)."""
@@ -92,6 +93,7 @@ def _note_label(note: str, detail: str) -> str:
         "error": f"error: {detail}",
         "hangup": f"hang-up: {detail}",
         "limit": f"time limit: {detail.replace('_', ' ')}",
+        "wrap_up": f"asked to wrap up: {detail}",
     }
     return _short(labels.get(note, f"{note.replace('_', ' ')}: {detail}"), 160)
 

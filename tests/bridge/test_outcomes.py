@@ -13,9 +13,10 @@ from agent.tools import transfer_tool
 from telephony.bridge.observer import QuietObserver
 from telephony.call_info import CallInfo
 from telephony.call_outcome import LABELS, CallOutcome, Outcome, decide, from_records, parse_note
+from telephony.operations.shutdown import drain
 
 from ..conftest import harness
-from ..fakes.model import CallTool, Fail, Hold, Say, ScriptedModel, WaitForAudio
+from ..fakes.model import CallTool, Fail, Hold, Say, ScriptedModel, WaitForAudio, WaitForText
 from ..fakes.rest import FakeCallControl
 
 
@@ -43,6 +44,9 @@ async def outcome_of(script: Any, caller: str = "listen", **settings: Any) -> tu
             if caller == "hang up":
                 await call.silence(0.5)
                 await call.stop()
+            elif caller == "server shuts down":
+                await call.silence(0.5)
+                await drain(h.app, grace_s=0.1, wrap_up_s=1.0)
             await call.wait_closed(15)
             talker.cancel()
         async with httpx.AsyncClient() as client:
@@ -91,6 +95,19 @@ async def test_a_cold_transfer_is_transferred() -> None:
     )
     assert outcome == CallOutcome(Outcome.TRANSFERRED, "transferred to +15550009999")
     assert counted(metrics, Outcome.TRANSFERRED) == 1
+
+
+async def test_a_call_the_server_wraps_up_at_shutdown_is_completed_by_the_server() -> None:
+    polite = [
+        WaitForText("Say a short goodbye"),
+        Say("Goodbye!", 0.3),
+        CallTool("end_conversation", {"reason": "bye"}),
+        Hold(),
+    ]
+    outcome, _ = await outcome_of(polite, caller="server shuts down", hangup_grace_s=0.1)
+    assert outcome.code is Outcome.COMPLETED_BY_SERVER and "restarting" in outcome.reason
+    stubborn, _ = await outcome_of([Hold()], caller="server shuts down", wrap_up_s=0.5)
+    assert stubborn == CallOutcome(Outcome.FAILED_TIMEOUT, "the call did not wrap up in time")
 
 
 @pytest.mark.parametrize(
