@@ -226,7 +226,9 @@ async def test_a_server_stopped_then_killed_mid_call_and_the_calls_after_a_resta
             process.send_signal(signal.SIGTERM)
             await wait_for_stats(page, "s.state === 'ended' && s.endedBy !== null")
             stopped = await page.inner_text("#status")
-            assert "The server stopped" in stopped, stopped
+            assert "The server stopped" in stopped and "The phone service is restarting" in stopped, stopped
+            wrap_up = page.locator(".entry.error", has_text="asked the bot to say goodbye")
+            await wrap_up.wait_for(timeout=STEP_TIMEOUT_MS)
             await page.screenshot(path=ARTIFACTS / "28-softphone-390px-server-stopped.png")
             await asyncio.wait_for(process.wait(), 60)
 

@@ -113,6 +113,8 @@ export class EventLog {
       this.entry('note', event.t, 'The caller spoke after the bot had finished: nothing to clear.');
     } else if (event.kind === 'error') {
       this.entry('error', event.t, `Error: ${event.detail}`);
+    } else if (event.kind === 'wrap_up') {
+      this.entry('error', event.t, `The server asked the bot to say goodbye: ${event.detail}`);
     } else {
       this.entry(`note ${event.kind}`, event.t, `${event.kind}: ${event.detail}`);
     }

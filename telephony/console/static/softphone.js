@@ -336,10 +336,9 @@ function followEvents(url) {
       stats.failure = event.detail;
       $('status').textContent = failureMessage(event.detail);
     }
-    const wrapUp = event.type === 'agent_text' && /^(.*?)\s*Say a short goodbye/.exec(event.text || '');
-    if (wrapUp && wrapUp[1]) {
-      stats.wrapUp = wrapUp[1];
-      if (stats.state === 'in-call') $('status').textContent = `The server is stopping: ${wrapUp[1]} The bot was asked to say goodbye.`;
+    if (event.type === 'note' && event.kind === 'wrap_up') { // the server is stopping (a shutdown)
+      stats.wrapUp = event.detail;
+      if (stats.state === 'in-call') $('status').textContent = `The server is stopping: ${event.detail} The bot was asked to say goodbye.`;
     }
     if (event.type === 'ended') {
       stats.endedBy = event.by;
