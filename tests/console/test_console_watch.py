@@ -208,6 +208,8 @@ async def test_sign_in_errors_and_an_unreachable_server_say_what_happened(tmp_pa
                 assert await refused.locator("h1").inner_text() == "Sign in to the voicebot console"
                 assert "not the console token" in await refused.inner_text("#sign-in-reason")
                 assert "{" not in await refused.inner_text("body")
+                styled = "getComputedStyle(document.querySelector('main')).backgroundColor"
+                assert await refused.evaluate(styled) == "rgb(255, 255, 255)"  # its inline style passed the CSP
                 await fits(refused)
                 await no_serious_violations(refused, f"sign-in-{size}")
                 await refused.screenshot(path=ARTIFACTS / f"23-sign-in-{size}.png")
