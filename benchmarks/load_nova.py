@@ -83,7 +83,8 @@ class Variant:
 
 
 def variant(name: str, baseline: Path | None) -> Variant:
-    """``fake``, ``nova-<quiet ms>[/<speaking ms>[/<silence ms>[w<speech window ms>]]][-own-crt]``, ``base-nova`` (the --baseline tree, as it is), or
+    """``fake``, ``nova-<quiet ms>[/<speaking ms>[/<silence ms>[w<speech window ms>]]][-own-crt]``, ``base-nova``
+    (the --baseline tree, as it is), or
     ``nova``, ``openai``, ``gemini``: that model's real client with the product's default settings."""
     if name == "fake":
         return Variant(name, FAKE_AGENT)
@@ -95,7 +96,9 @@ def variant(name: str, baseline: Path | None) -> Variant:
         return Variant(name, NOVA_AGENT, tree=baseline, model="nova")
     match = re.fullmatch(r"nova-(\d+)(?:/(\d+))?(?:/(\d+)(?:w(\d+))?)?(-own-crt)?", name)
     if match is None:
-        raise SystemExit(f"unknown variant {name!r}: fake, base-nova, nova-60, nova-60/20/200w2000, nova-20-own-crt, ...")
+        raise SystemExit(
+            f"unknown variant {name!r}: fake, base-nova, nova-60, nova-60/20/200w2000, nova-20-own-crt, ..."
+        )
     quiet, speaking = match.group(1), match.group(2) or match.group(1)
     env = {"VOICEBOT_SEND_CHUNK_MS": quiet, "VOICEBOT_SEND_CHUNK_SPEAKING_MS": speaking}
     if match.group(3):  # speech-aware chunks: this much in long silence (this tree's settings only)
@@ -377,6 +380,10 @@ def merge_latency(parts: list[dict[str, dict[str, float]]]) -> dict[str, dict[st
 # --- report ----------------------------------------------------------------------------------------------
 
 
+MEASURES = ("frame_to_send", "caller_audio_to_model", "speech_audio_to_model", "audio_to_frame", "barge_in_to_clear",
+            "turn")  # fmt: skip
+MEASURES = ("frame_to_send", "caller_audio_to_model", "speech_audio_to_model", "audio_to_frame", "barge_in_to_clear",
+            "turn")  # fmt: skip
 HEADER = (
     "variant          | wk | calls | CPU/call | per worker    | RSS/call | frame->send | audio->model | "
     "speech->model | audio->frame | barge->clear | turn->audio | pre-warm hits | nova CPU | nginx | errors"
@@ -400,10 +407,7 @@ def line(rows: list[Result]) -> str:
             "p50_ms": med([r.latency[measure]["p50_ms"] for r in rows if measure in r.latency]),
             "p99_ms": med([r.latency[measure]["p99_ms"] for r in rows if measure in r.latency]),
         }
-        for measure in (
-            "frame_to_send", "caller_audio_to_model", "speech_audio_to_model", "audio_to_frame", "barge_in_to_clear",
-            "turn",
-        )  # fmt: skip
+        for measure in MEASURES
         if any(measure in r.latency for r in rows)
     }
     per_worker = " ".join(

@@ -20,7 +20,8 @@ of its own pitch, so the local Nova's record of each stream names its caller. Pr
   end-pointing included: the difference between servers is what counts);
 - barge-in -> clear: the caller's first frame talking over the bot sent -> ``clear`` received;
 - caller audio -> model: each caller frame sent -> the ``audioInput`` that completed it parsed by the local
-  Nova (frames aligned on the first tone's onset, so frames a server drops before its stream opens are skipped).
+  Nova (frames aligned on the first tone's onset, so frames a server drops before its stream opens are skipped);
+  caller speech -> model: the same for the frames that carry speech only.
 
     uv run python benchmarks/vs_pipecat.py [--calls 10 20 40] [--seconds 30] [--rounds 2] [--baseline DIR]
 """
@@ -92,6 +93,8 @@ class Timeline:
     index: int
     sent: list[float] = field(default_factory=list)
     """Send time of each frame, in stream order."""
+    speech: list[bool] = field(default_factory=list)
+    """Whether each frame was speech (a tone), not silence."""
     first_tone_frame: int = -1
     turn_ends: list[float] = field(default_factory=list)
     barge_ins: list[float] = field(default_factory=list)
@@ -123,10 +126,10 @@ class TimedCaller(LightCaller):
 
 
 async def speak(caller: TimedCaller, audio: bytes, frames: dict[bytes, str]) -> None:
-    """Stream ``audio`` at real time in 20 ms frames, keeping each frame's send time."""
-    timeline, started = caller.timeline, time.monotonic()
+    """Stream ``audio`` in 20 ms frames on the call's one real-time clock, keeping each frame's send time."""
+    timeline = caller.timeline
     for index in range(len(audio) // 160):
-        delay = started + index * 0.02 - time.monotonic()
+        delay = timeline.opened + len(timeline.sent) * 0.02 - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
         if caller.closed.is_set():
@@ -139,6 +142,7 @@ async def speak(caller: TimedCaller, audio: bytes, frames: dict[bytes, str]) -> 
             f'"streamSid":"{caller.stream_sid}"}}'
         )
         timeline.sent.append(time.monotonic())
+        timeline.speech.append(audio is not SILENCE and not audio.startswith(SILENCE[:160]))
 
 
 async def one_call(base: str, timeline: Timeline, seconds: float) -> None:
@@ -153,8 +157,8 @@ async def one_call(base: str, timeline: Timeline, seconds: float) -> None:
     url = target.url.replace("wss://", "ws://", 1)
     args = (url, form["CallSid"], f"MZ{timeline.index:032x}", target.parameters)
     async with TimedCaller(timeline, *args) as caller:
-        timeline.opened = time.monotonic()
         await caller.connect()
+        timeline.opened = time.monotonic()
         await speak(caller, SILENCE + SILENCE[:4000], frames)  # hear the greeting out (1.5 s)
         turn, deadline = 0, time.monotonic() + seconds
         while time.monotonic() < deadline and not caller.closed.is_set():
@@ -235,6 +239,7 @@ class Result:
     reply: list[float] = field(default_factory=list)
     barge_in_to_clear: list[float] = field(default_factory=list)
     to_model: list[float] = field(default_factory=list)
+    speech_to_model: list[float] = field(default_factory=list)
     unmatched: int = 0
     errors: list[str] = field(default_factory=list)
 
@@ -326,6 +331,8 @@ def model_side(timelines: list[Timeline], arrivals: Path, result: Result) -> Non
             at = bisect.bisect_left(ends, end - 0.001)
             if at < len(ends):
                 result.to_model.append(times[at] - sent)
+                if timeline.speech[frame]:
+                    result.speech_to_model.append(times[at] - sent)
     result.unmatched += len(by_pitch)
 
 
@@ -353,7 +360,12 @@ def row(results: list[Result]) -> str:
         span([pct(r.first_audio, 0.5) for r in results], "{:.0f}"),
         span([pct(r.reply, 0.5) for r in results], "{:.0f}"),
         span([pct(r.barge_in_to_clear, 0.5) for r in results], "{:.0f}"),
-        span([pct(r.to_model, 0.5) for r in results], "{:.0f}") + " / " + span([pct(r.to_model, 0.99) for r in results], "{:.0f}"),
+        span([pct(r.to_model, 0.5) for r in results], "{:.0f}")
+        + " / "
+        + span([pct(r.to_model, 0.99) for r in results], "{:.0f}"),
+        span([pct(r.speech_to_model, 0.5) for r in results], "{:.0f}")
+        + " / "
+        + span([pct(r.speech_to_model, 0.99) for r in results], "{:.0f}"),
         str(sum(r.unmatched for r in results)),
         str(sum(len(r.errors) for r in results)),
     ]
@@ -362,18 +374,23 @@ def row(results: list[Result]) -> str:
 
 HEADER = (
     "| calls | server | CPU per call | RSS per call | first audio p50 | reply p50 | barge-in→clear p50 | "
-    "caller audio→model p50 / p99 | unmatched streams | errors |\n|---|---|---|---|---|---|---|---|---|---|"
+    "caller audio→model p50 / p99 | caller speech→model p50 / p99 | unmatched streams | errors |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
 async def main_async(args: argparse.Namespace) -> None:
     variants = [("ours", ROOT)] + ([("base", args.baseline)] if args.baseline else []) + [("pipecat", ROOT)]
     pipecat_python()
-    print(f"{platform.platform()} | {os.cpu_count()} CPUs | Python {platform.python_version()} | pipecat {PIPECAT_VERSION}")
-    print(f"{args.seconds:.0f} s per run, CPU over the last {args.seconds - SETTLE_S:.0f} s, {args.rounds} round(s) "
-          "interleaved; server on CPU 0, callers + local Nova on CPU 1; ranges over rounds; latencies ms\n")  # fmt: skip
+    machine = f"{platform.platform()} | {os.cpu_count()} CPUs | Python {platform.python_version()}"
+    print(f"{machine} | pipecat {PIPECAT_VERSION}")
+    window = args.seconds - SETTLE_S
+    print(f"{args.seconds:.0f} s per run, CPU over the last {window:.0f} s, {args.rounds} round(s) interleaved; "
+          "server on CPU 0, callers + local Nova on CPU 1;\nranges over rounds; latencies ms\n")  # fmt: skip
     print(HEADER, flush=True)
-    with tempfile.TemporaryDirectory(prefix="voicebot-vs-pipecat-", delete=not os.environ.get("VS_PIPECAT_KEEP")) as scratch:
+    with tempfile.TemporaryDirectory(
+        prefix="voicebot-vs-pipecat-", delete=not os.environ.get("VS_PIPECAT_KEEP")
+    ) as scratch:
         for calls in args.calls:
             collected: dict[str, list[Result]] = {name: [] for name, _ in variants}
             for _ in range(args.rounds):
