@@ -69,18 +69,14 @@ class EncodedEvent(EventMessage):
 class CachingEventSigner:
     """``AsyncEventSigner``'s signatures and bytes, with the signing key cached and each frame built once."""
 
-    def __init__(
-        self, *, initial_signature: bytes, now: Callable[[], datetime.datetime] = _utc_now
-    ) -> None:
+    def __init__(self, *, initial_signature: bytes, now: Callable[[], datetime.datetime] = _utc_now) -> None:
         self._prior_signature = initial_signature
         self._now = now
         self._keys: dict[tuple[str, str, str, str], bytes] = {}
         self._inner_headers: dict[tuple[tuple[str, type, Any], ...], bytes] = {}
         self._is_finalized = False
 
-    async def sign(
-        self, *, event: EventMessage, identity: Any, properties: SigV4SigningProperties
-    ) -> EventMessage:
+    async def sign(self, *, event: EventMessage, identity: Any, properties: SigV4SigningProperties) -> EventMessage:
         return self._sign(event, self._encode_inner(event), identity, properties, is_final=False)
 
     async def sign_empty(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import strands.bidi.models.bedrock as strands_bedrock
-from aws_sdk_bedrock_runtime.config import SigV4AuthScheme
+from smithy_aws_core.auth.sigv4 import SigV4AuthScheme
 
 from .crt_client import build_on_shared, shared_tls_context
 from .crt_loop import on_shared_loop

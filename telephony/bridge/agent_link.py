@@ -43,13 +43,13 @@ from telephony.bridge.continuity import Continuity
 from telephony.bridge.ending import CallEnding
 from telephony.bridge.failure import error_summary
 from telephony.bridge.inbound import InboundBuffer
-from telephony.bridge.speech_chunks import SpeechChunks
 from telephony.bridge.model_guard import guard_model_stream
 from telephony.bridge.observer import Observers
 from telephony.bridge.playback import Playback, Stamp
 from telephony.bridge.prewarm import WarmAgent, claim_warm
 from telephony.bridge.protocol import Media
 from telephony.bridge.services import CallServices
+from telephony.bridge.speech_chunks import SpeechChunks
 from telephony.bridge.stats import CallStats
 from telephony.bridge.transfer import TRANSCRIPT_LINES, StreamRole
 from telephony.bridge.watchdog import CallClock

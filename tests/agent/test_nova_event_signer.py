@@ -18,7 +18,9 @@ from agent.nova.event_signer import CachingEventSigner, CachingSigV4Scheme
 UTC = datetime.UTC
 INITIAL = b"4a6f1b2c9d8e7f60514233241506f7e8d9cabbccddeeff00112233445566778"
 PROPERTIES: Any = {"region": "us-east-1", "service": "bedrock"}
-ALICE = AWSCredentialsIdentity(access_key_id="AKIDEXAMPLE", secret_access_key="wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+ALICE = AWSCredentialsIdentity(
+    access_key_id="AKIDEXAMPLE", secret_access_key="wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+)
 BOB = AWSCredentialsIdentity(access_key_id="AKIDOTHER", secret_access_key="another/secret+key", session_token="tok")
 
 TIMES = [
@@ -76,9 +78,15 @@ def _sdk_signed(monkeypatch: pytest.MonkeyPatch, identities: list[AWSCredentials
     return asyncio.run(_sign_all(sdk, identities))
 
 
+def _ours() -> CachingEventSigner:
+    return CachingEventSigner(initial_signature=INITIAL, now=_Clock([*TIMES, TIMES[-1]]))
+
+
 def test_signatures_and_bytes_are_the_sdks(monkeypatch: pytest.MonkeyPatch) -> None:
     expected = _sdk_signed(monkeypatch, IDENTITIES)
-    ours = asyncio.run(_sign_all(CachingEventSigner(initial_signature=INITIAL, now=_Clock([*TIMES, TIMES[-1]])), IDENTITIES))
+    ours = asyncio.run(
+        _sign_all(CachingEventSigner(initial_signature=INITIAL, now=_Clock([*TIMES, TIMES[-1]])), IDENTITIES)
+    )
     assert len(ours) == len(expected) == len(TIMES) + 1
     for index, ((signature, encoded), (sdk_signature, sdk_encoded)) in enumerate(zip(ours, expected, strict=True)):
         assert signature == sdk_signature, f"event {index}"
@@ -89,7 +97,9 @@ def test_the_comparison_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     """Another secret, or another time, gives other bytes: the equality above says something."""
     expected = _sdk_signed(monkeypatch, IDENTITIES)
     other_secret = [ALICE, ALICE, BOB, BOB, BOB, BOB]
-    ours = asyncio.run(_sign_all(CachingEventSigner(initial_signature=INITIAL, now=_Clock([*TIMES, TIMES[-1]])), other_secret))
+    ours = asyncio.run(
+        _sign_all(CachingEventSigner(initial_signature=INITIAL, now=_Clock([*TIMES, TIMES[-1]])), other_secret)
+    )
     assert ours[:2] == expected[:2]
     assert all(a != b for a, b in zip(ours[2:], expected[2:], strict=True))
     shifted = [TIMES[0] + datetime.timedelta(milliseconds=1), *TIMES[1:], TIMES[-1]]
@@ -112,12 +122,20 @@ def test_nothing_is_signed_after_the_end() -> None:
     with pytest.raises(RuntimeError):
         asyncio.run(signer.sign(event=_event(0), identity=ALICE, properties=PROPERTIES))
     with pytest.raises(ValueError):
-        asyncio.run(CachingEventSigner(initial_signature=INITIAL).sign_empty(event=_event(0), identity=ALICE, properties=PROPERTIES))
+        asyncio.run(
+            CachingEventSigner(initial_signature=INITIAL).sign_empty(
+                event=_event(0), identity=ALICE, properties=PROPERTIES
+            )
+        )
 
 
 def test_the_scheme_starts_the_chain_from_the_requests_signature() -> None:
     request = types.SimpleNamespace(
-        fields={"Authorization": types.SimpleNamespace(as_string=lambda: f"AWS4-HMAC-SHA256 Credential=x, Signature={INITIAL.decode()}")}
+        fields={
+            "Authorization": types.SimpleNamespace(
+                as_string=lambda: f"AWS4-HMAC-SHA256 Credential=x, Signature={INITIAL.decode()}"
+            )
+        }
     )
     signer = CachingSigV4Scheme(service="bedrock").event_signer(request=request)
     assert isinstance(signer, CachingEventSigner)

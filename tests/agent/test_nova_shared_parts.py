@@ -84,4 +84,3 @@ def test_strands_event_log_costs_nothing_with_debug_off(monkeypatch: Any) -> Non
     finally:
         logging.getLogger("strands.bidi.models.bedrock").setLevel(logging.NOTSET)
     assert decoded == ["AAAA"]
-
