@@ -56,9 +56,12 @@ class StartClient(_StrandsClient):  # type: ignore[misc, valid-type]
 
     def __init__(self, eventloop: Any = None, client_config: Any = None) -> None:
         start = _starting.get()
-        if start is None or eventloop is not None or client_config is not None:
+        self.on_shared_parts = start is not None and eventloop is None and client_config is None
+        """Built inside a start, on the shared parts (else exactly as strands' client)."""
+        if not self.on_shared_parts:
             super().__init__(eventloop, client_config)
             return
+        assert start is not None
         build_on_shared(self, crt_threads=start.crt_threads, ca_bundle=start.endpoint.ca_bundle)
 
 
@@ -82,7 +85,7 @@ def _apply(start: ModelStart, overrides: dict[str, Any]) -> None:
     transport = overrides.get("transport")
     if transport is None:
         return
-    if type(transport) is not StartClient:  # made elsewhere than strands' start: bring it onto the shared parts
+    if not getattr(transport, "on_shared_parts", False):  # made outside a start: bring it onto the shared parts
         if start.crt_threads:
             transport = overrides["transport"] = on_shared_loop(transport, start.crt_threads)
         if endpoint.ca_bundle is not None:
