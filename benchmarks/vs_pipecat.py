@@ -71,8 +71,9 @@ def pipecat_python() -> Path:
         return python
     print(f"(installing pipecat-ai=={PIPECAT_VERSION} into {home}; first run only)", file=sys.stderr, flush=True)
     subprocess.run([sys.executable, "-m", "venv", str(home)], check=True)
-    spec = f"pipecat-ai[aws-nova-sonic,websocket]=={PIPECAT_VERSION}"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", spec], check=True)
+    spec = f"pipecat-ai[aws-nova-sonic,websocket]=={PIPECAT_VERSION}"  # uvicorn serves it, as pipecat's runner does
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    subprocess.run([*pip, spec, "uvicorn", "websockets"], check=True)
     (home / ".complete").write_text(spec + "\n", encoding="utf-8")
     return python
 
