@@ -83,7 +83,8 @@ class Variant:
 
 
 def variant(name: str, baseline: Path | None) -> Variant:
-    """``fake``, ``nova-<quiet ms>[/<speaking ms>][-own-crt]``, ``base-nova`` (the --baseline tree, as it is), or
+    """``fake``, ``nova-<quiet ms>[/<speaking ms>[/<silence ms>[w<speech window ms>]]][-own-crt]``, ``base-nova``
+    (the --baseline tree, as it is), or
     ``nova``, ``openai``, ``gemini``: that model's real client with the product's default settings."""
     if name == "fake":
         return Variant(name, FAKE_AGENT)
@@ -93,12 +94,17 @@ def variant(name: str, baseline: Path | None) -> Variant:
         if baseline is None:
             raise SystemExit("base-nova needs --baseline DIR (a source tree to compare with)")
         return Variant(name, NOVA_AGENT, tree=baseline, model="nova")
-    match = re.fullmatch(r"nova-(\d+)(?:/(\d+))?(-own-crt)?", name)
+    match = re.fullmatch(r"nova-(\d+)(?:/(\d+))?(?:/(\d+)(?:w(\d+))?)?(-own-crt)?", name)
     if match is None:
-        raise SystemExit(f"unknown variant {name!r}: fake, base-nova, nova-60, nova-60/20, nova-20-own-crt, ...")
+        raise SystemExit(
+            f"unknown variant {name!r}: fake, base-nova, nova-60, nova-60/20/200w2000, nova-20-own-crt, ..."
+        )
     quiet, speaking = match.group(1), match.group(2) or match.group(1)
     env = {"VOICEBOT_SEND_CHUNK_MS": quiet, "VOICEBOT_SEND_CHUNK_SPEAKING_MS": speaking}
-    env["VOICEBOT_CRT_THREADS"] = "0" if match.group(3) else "1"
+    if match.group(3):  # speech-aware chunks: this much in long silence (this tree's settings only)
+        env["VOICEBOT_SEND_CHUNK_SILENCE_MS"] = match.group(3)
+        env["VOICEBOT_SPEECH_WINDOW_MS"] = match.group(4) or "2000"
+    env["VOICEBOT_CRT_THREADS"] = "0" if match.group(5) else "1"
     return Variant(name, NOVA_AGENT, env, model="nova")
 
 
@@ -374,9 +380,13 @@ def merge_latency(parts: list[dict[str, dict[str, float]]]) -> dict[str, dict[st
 # --- report ----------------------------------------------------------------------------------------------
 
 
+MEASURES = ("frame_to_send", "caller_audio_to_model", "speech_audio_to_model", "audio_to_frame", "barge_in_to_clear",
+            "turn")  # fmt: skip
+MEASURES = ("frame_to_send", "caller_audio_to_model", "speech_audio_to_model", "audio_to_frame", "barge_in_to_clear",
+            "turn")  # fmt: skip
 HEADER = (
     "variant          | wk | calls | CPU/call | per worker    | RSS/call | frame->send | audio->model | "
-    "audio->frame | barge->clear | pre-warm hits | nova CPU | nginx | errors"
+    "speech->model | audio->frame | barge->clear | turn->audio | pre-warm hits | nova CPU | nginx | errors"
 )
 
 
@@ -397,7 +407,7 @@ def line(rows: list[Result]) -> str:
             "p50_ms": med([r.latency[measure]["p50_ms"] for r in rows if measure in r.latency]),
             "p99_ms": med([r.latency[measure]["p99_ms"] for r in rows if measure in r.latency]),
         }
-        for measure in ("frame_to_send", "caller_audio_to_model", "audio_to_frame", "barge_in_to_clear")
+        for measure in MEASURES
         if any(measure in r.latency for r in rows)
     }
     per_worker = " ".join(
@@ -410,8 +420,9 @@ def line(rows: list[Result]) -> str:
         f"{first.variant:<16} | {first.workers:>2} | {first.calls:>5} | {med([r.cpu_per_call for r in rows]):6.2f} % | "
         f"{per_worker or '-':>13} | {med([r.rss_per_call for r in rows]):5.2f} MB | "
         f"{cell(latency, 'frame_to_send'):>11} | "
-        f"{cell(latency, 'caller_audio_to_model'):>12} | {cell(latency, 'audio_to_frame'):>12} | "
-        f"{cell(latency, 'barge_in_to_clear'):>12} | {rate:>13} | {med([r.nova_cpu for r in rows]):6.1f} % | "
+        f"{cell(latency, 'caller_audio_to_model'):>12} | {cell(latency, 'speech_audio_to_model'):>13} | "
+        f"{cell(latency, 'audio_to_frame'):>12} | {cell(latency, 'barge_in_to_clear'):>12} | "
+        f"{cell(latency, 'turn'):>11} | {rate:>13} | {med([r.nova_cpu for r in rows]):6.1f} % | "
         f"{med([r.nginx_cpu for r in rows]):4.1f} % | {sum(r.errors for r in rows):>6}"
     )
 

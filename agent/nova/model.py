@@ -6,7 +6,9 @@ with the lifecycle workarounds, its signing and credentials) and adds:
 - the standard AWS endpoint settings, read at each start (:mod:`agent.nova.endpoint`, applied through
   :mod:`agent.nova.sdk_seam`);
 - one shared CRT event-loop group for every connection in the process (:mod:`agent.nova.crt_loop`,
-  ``VOICEBOT_CRT_THREADS``) instead of an I/O thread per call;
+  ``VOICEBOT_CRT_THREADS``) instead of an I/O thread per call, and one TLS context (:mod:`agent.nova.crt_client`);
+- SigV4 event signing with the key derived once a day and each frame built once (:mod:`agent.nova.event_signer`);
+- strands' per-event debug logging skipped when DEBUG is off;
 - a stop() that always ends, and a start() that is not cut short halfway (:mod:`agent.nova.stream_repair`);
 - transcripts without Nova's barge-in marker (:mod:`agent.nova.marker`);
 - the operator's next step on Bedrock errors (:mod:`agent.nova.errors`);
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -33,6 +36,9 @@ from .sdk_seam import ModelStart, starting
 from .stream_repair import SendsInFlight, answers, drop_unsent_input, end_orphan_writers
 
 __all__ = ["SEND_DRAIN_S", "START_FINISH_S", "NovaSonicModel"]
+
+_STRANDS_LOG = logging.getLogger(StrandsNovaSonicModel.__module__)
+"""The logger strands' ``_log_event_type`` writes to."""
 
 START_FINISH_S = 2.0
 """How long a cancelled start() may take to finish sending its set-up events before it is cut."""
@@ -72,10 +78,6 @@ class NovaSonicModel(QuietSwitchover, StrandsNovaSonicModel):
             raise
 
     async def _start_at(self, endpoint: BedrockEndpoint, *args: Any, **kwargs: Any) -> None:
-        if not endpoint.configured and not self._crt_threads:
-            log.info("nova sonic endpoint: %s", self._endpoint_url)
-            await super().start(*args, **kwargs)
-            return
         log.info(
             "nova sonic endpoint: %s%s",
             self._endpoint_url,
@@ -142,7 +144,13 @@ class NovaSonicModel(QuietSwitchover, StrandsNovaSonicModel):
         del self._stream
 
     def _log_event_type(self, nova_event: dict[str, Any]) -> None:
-        """strands' debug log of each Nova event, minus the marker's text (the barge-in is logged anyway)."""
+        """strands' debug log of each Nova event, minus the marker's text (the barge-in is logged anyway).
+
+        Nothing at all when neither logger shows DEBUG: strands' version has no level guard, and decodes every
+        ``audioOutput``'s base64 and ``json.dumps`` other events just to log them (upstream: guard it with
+        ``logger.isEnabledFor(logging.DEBUG)``)."""
+        if not (_STRANDS_LOG.isEnabledFor(logging.DEBUG) or log.isEnabledFor(logging.DEBUG)):
+            return
         text = nova_event.get("textOutput", {}).get("content") if "textOutput" in nova_event else None
         if isinstance(text, str) and is_marker_text(text):
             log.debug("nova barge-in marker received")

@@ -1,13 +1,18 @@
-"""The one seam into strands' Nova client set-up: the SDK config class its module looks up at each start.
+"""The one seam into strands' Nova client set-up: the names its module looks up at each start.
 
 strands' ``BedrockNovaSonicModel.start()`` builds the SDK client itself (always with
-``https://bedrock-runtime.{region}.amazonaws.com`` and a CRT transport of its own) and takes no transport or
-client from the caller. It resolves the client config through ``AsyncBedrockRuntimeConfig``, looked up in
-its module at call time, so :func:`install` replaces that name once with :class:`StartConfig`, a subclass
-that applies what the model being started asks for (:class:`ModelStart`, carried in a context variable set
-by :func:`starting`) and otherwise changes nothing. Instances of strands' own class, started with no
-context, behave exactly as before. ``SSL_CERT_FILE`` keeps working, since without ``AWS_CA_BUNDLE`` TLS is
-untouched.
+``https://bedrock-runtime.{region}.amazonaws.com``, the SDK's SigV4 scheme and a CRT transport of its own)
+and takes no transport or client from the caller. It makes the transport with ``_BedrockAWSCRTHTTPClient()``
+and resolves the client config through ``AsyncBedrockRuntimeConfig``, both looked up in its module at call
+time, so :func:`install` replaces these names once with :class:`StartClient` and :class:`StartConfig`,
+subclasses that apply what the model being started asks for (:class:`ModelStart`, carried in a context
+variable set by :func:`starting`) and otherwise change nothing. Inside :func:`starting`:
+
+- the transport is built on the process's shared CRT event loop and TLS context (``crt_client``);
+- the endpoint and trusted CAs are the standard AWS settings (``endpoint``);
+- events are signed by the caching signer (``event_signer``): the SDK's signatures and bytes, for less.
+
+Instances of strands' own class, started with no context, behave exactly as before.
 """
 
 from __future__ import annotations
@@ -20,13 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import strands.bidi.models.bedrock as strands_bedrock
-from awscrt import io as crt_io
+from smithy_aws_core.auth.sigv4 import SigV4AuthScheme
 
+from .crt_client import build_on_shared, shared_tls_context
 from .crt_loop import on_shared_loop
 from .endpoint import BedrockEndpoint
+from .event_signer import CachingSigV4Scheme
 from .stream_repair import watch_writers
 
-__all__ = ["ModelStart", "StartConfig", "install", "starting", "trust_only"]
+__all__ = ["ModelStart", "StartClient", "StartConfig", "install", "starting", "trust_only"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,21 @@ class ModelStart:
 
 _starting: contextvars.ContextVar[ModelStart | None] = contextvars.ContextVar("nova_model_start", default=None)
 _SDKConfig = strands_bedrock.AsyncBedrockRuntimeConfig
+_StrandsClient = strands_bedrock._BedrockAWSCRTHTTPClient
+
+
+class StartClient(_StrandsClient):  # type: ignore[misc, valid-type]
+    """strands' CRT client; inside :func:`starting`, on the shared event loop and TLS context from the start."""
+
+    def __init__(self, eventloop: Any = None, client_config: Any = None) -> None:
+        start = _starting.get()
+        self.on_shared_parts = start is not None and eventloop is None and client_config is None
+        """Built inside a start, on the shared parts (else exactly as strands' client)."""
+        if not self.on_shared_parts:
+            super().__init__(eventloop, client_config)
+            return
+        assert start is not None
+        build_on_shared(self, crt_threads=start.crt_threads, ca_bundle=start.endpoint.ca_bundle)
 
 
 class StartConfig(_SDKConfig):  # type: ignore[misc, valid-type]
@@ -59,29 +81,43 @@ def _apply(start: ModelStart, overrides: dict[str, Any]) -> None:
     endpoint = start.endpoint
     if endpoint.url is not None:
         overrides["endpoint_uri"] = endpoint.url
+    _sign_with_cache(overrides)
     transport = overrides.get("transport")
     if transport is None:
         return
-    if start.crt_threads:
-        transport = overrides["transport"] = on_shared_loop(transport, start.crt_threads)
-    if endpoint.ca_bundle is not None:
-        trust_only(transport, endpoint.ca_bundle)
+    if not getattr(transport, "on_shared_parts", False):  # made outside a start: bring it onto the shared parts
+        if start.crt_threads:
+            transport = overrides["transport"] = on_shared_loop(transport, start.crt_threads)
+        if endpoint.ca_bundle is not None:
+            trust_only(transport, endpoint.ca_bundle)
     watch_writers(transport, start.writers)
+
+
+def _sign_with_cache(overrides: dict[str, Any]) -> None:
+    """Swap the SDK's own SigV4 scheme (exactly that class: anything else is left alone) for the caching one."""
+    schemes = overrides.get("auth_schemes")
+    if not schemes:
+        return
+    overrides["auth_schemes"] = {
+        key: CachingSigV4Scheme(service=scheme._service) if type(scheme) is SigV4AuthScheme else scheme
+        for key, scheme in schemes.items()
+    }
 
 
 def trust_only(transport: Any, ca_bundle: str) -> None:
     """Make the CRT transport verify servers against ``ca_bundle`` (smithy-http builds its TLS context eagerly)."""
     if not hasattr(transport, "_tls_ctx"):
         raise RuntimeError(f"AWS_CA_BUNDLE: cannot set trust on transport {type(transport).__name__}")
-    options = crt_io.TlsContextOptions()
-    options.override_default_trust_store_from_path(None, ca_bundle)
-    transport._tls_ctx = crt_io.ClientTlsContext(options)
+    transport._tls_ctx = shared_tls_context(ca_bundle)
 
 
 def install() -> None:
-    """Put :class:`StartConfig` in strands' module (once; it is a no-op for starts outside :func:`starting`)."""
+    """Put :class:`StartConfig` and :class:`StartClient` in strands' module (once; both are no-ops for starts
+    outside :func:`starting`)."""
     if strands_bedrock.AsyncBedrockRuntimeConfig is not StartConfig:
         strands_bedrock.AsyncBedrockRuntimeConfig = StartConfig  # type: ignore[misc]
+    if strands_bedrock._BedrockAWSCRTHTTPClient is not StartClient:
+        strands_bedrock._BedrockAWSCRTHTTPClient = StartClient  # type: ignore[misc]
 
 
 @contextlib.contextmanager

@@ -2,7 +2,7 @@
 
 Two tasks of the call run here, both owned by the session:
 
-- sender:   ``InboundBuffer`` -> ``SendChunks`` of μ-law -> ``InboundAudio`` -> ``agent.send()`` (may block
+- sender:   ``InboundBuffer`` -> ``SpeechChunks`` of μ-law -> ``InboundAudio`` -> ``agent.send()`` (may block
             during a model reconnect; the buffer absorbs it)
 - receiver: ``agent.receive()`` -> the answer state (telephony.bridge.answer), continuity, then
             ``OutboundAudio`` -> ``Playback`` (never waits on the network)
@@ -42,13 +42,14 @@ from telephony.bridge.caller_speech import CallerSpeech
 from telephony.bridge.continuity import Continuity
 from telephony.bridge.ending import CallEnding
 from telephony.bridge.failure import error_summary
-from telephony.bridge.inbound import InboundBuffer, SendChunks
+from telephony.bridge.inbound import InboundBuffer
 from telephony.bridge.model_guard import guard_model_stream
 from telephony.bridge.observer import Observers
 from telephony.bridge.playback import Playback, Stamp
 from telephony.bridge.prewarm import WarmAgent, claim_warm
 from telephony.bridge.protocol import Media
 from telephony.bridge.services import CallServices
+from telephony.bridge.speech_chunks import SpeechChunks
 from telephony.bridge.stats import CallStats
 from telephony.bridge.transfer import TRANSCRIPT_LINES, StreamRole
 from telephony.bridge.watchdog import CallClock
@@ -110,7 +111,7 @@ class AgentLink:
         self._inbound_audio: InboundAudio | None = None
         self._outbound_audio: OutboundAudio | None = None
         self.inbound: InboundBuffer | None = None
-        self._chunks: SendChunks | None = None
+        self._chunks: SpeechChunks | None = None
         self.continuity: Continuity | None = None
         self.speech = CallerSpeech()
         self.barge_ins = BargeIns(
@@ -182,10 +183,13 @@ class AgentLink:
         self._outbound_audio = OutboundAudio(output_rate)
         ulaw_per_ms = TWILIO_RATE // 1000  # the buffer holds caller μ-law, one byte a sample
         self.inbound = InboundBuffer(max_audio_bytes=settings.inbound_buffer_ms * ulaw_per_ms)
-        self._chunks = SendChunks(
+        self._chunks = SpeechChunks(
             quiet_bytes=settings.send_chunk_ms * ulaw_per_ms,
             speaking_bytes=settings.send_chunk_speaking_ms * ulaw_per_ms,
+            silence_bytes=settings.send_chunk_silence_ms * ulaw_per_ms,
+            window_s=settings.speech_window_ms / 1000,
             bot_speaking=self._bot_heard,
+            last_voiced_at=lambda: self.speech.last_voiced_at,
         )
         hold = settings.restart_hold_ms * ulaw_per_ms
         self.continuity = Continuity(
@@ -237,6 +241,7 @@ class AgentLink:
         host = self._host
         while True:
             item, received_at, newest_at = await self.inbound.get(self._chunks)
+            around_speech, onset_flush = self._chunks.around_speech, self._chunks.onset_flush
             if isinstance(item, bytes):
                 item = self._inbound_audio.convert(item)
             host.observers.notify("agent_input", item)
@@ -255,6 +260,8 @@ class AgentLink:
                 sent = time.monotonic()
                 host.latency.add("frame_to_send", sent - newest_at)
                 host.latency.add("caller_audio_to_model", sent - received_at)
+                if around_speech:  # the onset's flush: its speech is the newest frame, behind held silence
+                    host.latency.add("speech_audio_to_model", sent - (newest_at if onset_flush else received_at))
 
     async def _send(self, agent: BidiAgent, item: bytes | str) -> None:
         assert self.continuity is not None

@@ -68,6 +68,11 @@ class CallerSpeech:
             return self._close()
         return None
 
+    @property
+    def last_voiced_at(self) -> float | None:
+        """Monotonic arrival of the latest voiced frame (None before any speech)."""
+        return self._last_voiced_at
+
     def answered(self, now: float) -> float | None:
         """The bot starts an answer now: when the caller's speech it answers ended (monotonic), if any.
 

@@ -7,7 +7,8 @@ dropped and counted, so the agent hears the most recent speech and the operator 
 Audio leaves in chunks of at least a minimum size (``SendChunks``): each ``send()`` to a real model
 client costs about the same whatever it carries (JSON, base64, event framing, a SigV4 signature per
 event, an HTTP/2 write), so handing Nova 60 ms at a time instead of Twilio's 20 ms frames cuts that
-cost threefold for 40 ms of hold on the oldest frame. Text never waits: it flushes the audio before it.
+cost threefold for 40 ms of hold on the oldest frame (the bridge sizes them by the caller's speech:
+``speech_chunks.SpeechChunks``). Text never waits: it flushes the audio before it.
 
 While a connection is being replaced the buffer is told to ``hold()``: it then keeps up to a larger
 bound (``VOICEBOT_RESTART_HOLD_MS``), since everything the caller says meanwhile must reach the new

@@ -104,6 +104,18 @@ class AudioSettings:
         "Caller audio handed to the model per send while the caller hears the bot (barge-in speed).",
         rule=FRAME_MULTIPLE,
     )
+    send_chunk_silence_ms: int = setting(
+        "VOICEBOT_SEND_CHUNK_SILENCE_MS",
+        200,
+        "Caller audio handed to the model per send in long caller silence (the caller's onset flushes it at once).",
+        rule=FRAME_MULTIPLE,
+    )
+    speech_window_ms: int = setting(
+        "VOICEBOT_SPEECH_WINDOW_MS",
+        2000,
+        "Small sends continue this long after the caller's last voiced frame (the model's end-pointing wait).",
+        rule=between(0, 10_000),
+    )
     restart_hold_ms: int = setting(
         "VOICEBOT_RESTART_HOLD_MS",
         15000,

@@ -5,6 +5,9 @@ Measures (seconds):
   (the bridge's and the model client's own time, without the wait for the chunk to fill);
 - ``caller_audio_to_model``: the oldest frame of a chunk received -> ``agent.send()`` done with the chunk
   (the longest any caller audio waited before the model client had written it: the chunking hold included);
+- ``speech_audio_to_model``: the same for chunks sent around the caller's speech (from the onset to the end of
+  the end-pointing window; for the onset's own flush, from the voiced frame that released it): the hold that
+  matters, without the long-silence chunks' deliberate one (``speech_chunks``);
 - ``audio_to_frame``: an agent audio event received -> its first frame written to the socket;
 - ``barge_in_to_clear``: ``BidiBargeInEvent`` received -> ``clear`` written;
 - ``speech_signal_to_clear``: the model's first sign of the caller talking over the bot (a user transcript
@@ -25,6 +28,7 @@ from collections import deque
 MEASURES = (
     "frame_to_send",
     "caller_audio_to_model",
+    "speech_audio_to_model",
     "audio_to_frame",
     "barge_in_to_clear",
     "speech_signal_to_clear",

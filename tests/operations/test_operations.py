@@ -147,6 +147,7 @@ async def test_stats_report_the_bridge_latencies(caplog: pytest.LogCaptureFixtur
     assert set(latency) == {
         "frame_to_send",
         "caller_audio_to_model",
+        "speech_audio_to_model",
         "audio_to_frame",
         "barge_in_to_clear",
         "start_to_first_audio",

@@ -38,7 +38,7 @@ async def replay_through_bridge(recording: Recording, speed: float = SPEED):
     call_info = recording.call
     # Frame-by-frame sends, as offline_settings does: the replay model's events then fall exactly where recorded.
     model = lambda: ReplayModel(recording.records, recording.model_rates)  # noqa: E731
-    async with harness(model, send_chunk_ms=20, send_chunk_speaking_ms=20) as h:
+    async with harness(model, send_chunk_ms=20, send_chunk_speaking_ms=20, send_chunk_silence_ms=20) as h:
         async with h.caller(
             call_sid=call_info["call_sid"],
             stream_sid=call_info["stream_sid"],

@@ -224,9 +224,13 @@ class ScriptedModel(PcmModel):
         return len(self.audio_received) / 2 / self.input_rate
 
     def _count_speech(self, pcm: bytes) -> None:
+        """Voiced 20 ms frames, as a model's detector hears them (not whole sends: their size varies)."""
         samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float64)
-        if len(samples) and float(np.sqrt(np.mean(samples**2))) > self._speech_rms:
-            self.speech_seconds += len(samples) / self.input_rate
+        frame = max(1, self.input_rate // 50)
+        for start in range(0, len(samples), frame):
+            part = samples[start : start + frame]
+            if float(np.sqrt(np.mean(part**2))) > self._speech_rms:
+                self.speech_seconds += len(part) / self.input_rate
 
     async def _until(self, condition: Any) -> None:
         while not condition():

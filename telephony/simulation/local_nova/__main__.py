@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 from pathlib import Path
+
+import numpy as np
 
 from .faults import TimeLimits
 from .process import serve_until_signalled
@@ -35,6 +38,11 @@ def _arguments() -> argparse.Namespace:
         help="a caller turn at this pitch gets a goodbye and end_conversation (PitchBrain); other turns the tone",
     )
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--arrivals-out",
+        type=Path,
+        help="at exit, write one JSON line per stream: its caller audio's sample rate and arrival times (benchmarks)",
+    )
     return parser.parse_args()
 
 
@@ -60,6 +68,31 @@ async def _serve(arguments: argparse.Namespace) -> None:
         "local nova stopping: %d streams, %d violations",
         logging.getLogger(__name__),
     )
+    if arguments.arrivals_out is not None:
+        with arguments.arrivals_out.open("w", encoding="utf-8") as out:
+            for record in nova.sessions:
+                line = {"rate": record.caller_sample_rate, "arrivals": record.audio_arrivals}
+                out.write(json.dumps({**line, **first_tones(bytes(record.caller_audio), record.caller_sample_rate)}))
+                out.write("\n")
+
+
+def first_tones(pcm: bytes, rate: int | None, most: int = 4) -> dict[str, list[tuple[float, float]]]:
+    """The first few sounds the caller made after a pause: (start in seconds into the stream, pitch in Hz).
+
+    Benchmarks give each caller a pitch of its own, and tell its stream by it."""
+    samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float64)
+    loud = np.flatnonzero(np.abs(samples) > 2000)
+    if rate is None or not len(loud):
+        return {}
+    starts = [int(loud[0])] + [int(loud[i + 1]) for i in np.flatnonzero(np.diff(loud) > rate * 0.3)[: most - 1]]
+    tones = []
+    for start in starts:
+        tone = samples[start + rate // 20 : start + rate // 20 + rate // 2]  # 0.5 s, past the onset's ramp
+        if len(tone) < rate // 4:
+            continue
+        spectrum = np.abs(np.fft.rfft(tone * np.hanning(len(tone))))
+        tones.append((start / rate, float(np.fft.rfftfreq(len(tone), 1 / rate)[int(np.argmax(spectrum))])))
+    return {"tones": tones}
 
 
 def main() -> None:

@@ -48,6 +48,8 @@ class SessionRecord:
     violations: list[str] = field(default_factory=list)
     barge_ins: int = 0
     ended_by: str | None = None
+    audio_arrivals: list[tuple[float, int]] = field(default_factory=list)
+    """(monotonic arrival, bytes of caller audio received so far) per ``audioInput``: when caller audio got here."""
 
     def event_names(self) -> list[str]:
         return [event.name for event in self.events]
@@ -171,6 +173,7 @@ class NovaSession:
         with contextlib.suppress(binascii.Error, ValueError):
             pcm = base64.b64decode(body["content"], validate=True)
             self.record.caller_audio += pcm
+            self.record.audio_arrivals.append((time.monotonic(), len(self.record.caller_audio)))
             self.record.caller_sample_rate = content.sample_rate
             self._engine.caller_audio(pcm, content.sample_rate)
 

@@ -101,6 +101,7 @@ def offline_settings(settings: Settings, recording: Recording, record: Path | No
         settings,
         send_chunk_ms=20,
         send_chunk_speaking_ms=20,
+        send_chunk_silence_ms=20,
         public_url=None,
         twilio_account_sid=None,
         twilio_auth_token=None,

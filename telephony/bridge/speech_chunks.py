@@ -1,0 +1,67 @@
+"""How much caller audio each ``send()`` to the model carries, following the caller's speech: :class:`SpeechChunks`.
+
+A real model client's cost follows the number of events it sends, not their size (Nova's: JSON, base64, a
+SigV4 signature and an event-stream frame per event, whatever it holds). Most of a call's caller audio is
+silence, and a model needs it only to keep hearing real time and to time the end of a turn, so:
+
+- in long silence (nothing voiced for ``window_s``), large chunks (``silence_bytes``, e.g. 200 ms): the
+  buffer fills at real time, so they leave at real-time pace;
+- at the caller's onset, everything queued leaves at once (``__call__`` answers 0 once): speech, and a
+  barge-in, reaches the model no later than with small chunks;
+- from the onset to ``window_s`` after the last voiced frame (Nova's end-pointing waits 1.5-2 s of pause),
+  today's small chunks: ``speaking_bytes`` while the caller hears the bot, else ``quiet_bytes``.
+
+"Voiced" is the bridge's own per-frame level (``caller_speech.CallerSpeech``), already computed for every frame.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+__all__ = ["SpeechChunks"]
+
+
+class SpeechChunks:
+    """Minimum bytes per send, asked by ``InboundBuffer.get`` at each new piece of caller audio."""
+
+    def __init__(
+        self,
+        *,
+        quiet_bytes: int,
+        speaking_bytes: int,
+        silence_bytes: int,
+        window_s: float,
+        bot_speaking: Callable[[], bool],
+        last_voiced_at: Callable[[], float | None],
+        clock: Callable[[], float] = time.monotonic,
+        most_bytes: int = 4000,
+    ) -> None:
+        self.quiet_bytes = quiet_bytes
+        self.speaking_bytes = speaking_bytes
+        self.silence_bytes = silence_bytes
+        self.window_s = window_s
+        self.most_bytes = most_bytes
+        """Cap per send (500 ms of μ-law): Nova refuses an ``audioInput`` of more than a second."""
+        self._bot_speaking = bot_speaking
+        self._last_voiced_at = last_voiced_at
+        self._clock = clock
+        self._in_silence = True
+        self.onset_flush = False
+        """The latest answer was the onset's flush (0): the chunk it releases ends with fresh speech."""
+
+    def __call__(self) -> int:
+        voiced_at = self._last_voiced_at()
+        around_speech = voiced_at is not None and self._clock() - voiced_at < self.window_s
+        self.onset_flush = around_speech and self._in_silence
+        self._in_silence = not around_speech
+        if self.onset_flush:
+            return 0
+        if not around_speech:
+            return self.silence_bytes
+        return self.speaking_bytes if self._bot_speaking() else self.quiet_bytes
+
+    @property
+    def around_speech(self) -> bool:
+        """Between the caller's onset and the end of the end-pointing window after their last voiced frame."""
+        return not self._in_silence
