@@ -202,6 +202,6 @@ async def test_a_slow_set_up_holds_back_setup_complete(local_gemini: LocalGemini
     started = time.monotonic()
     websocket = await open_live(local_gemini)
     await messages_until(websocket, "setupComplete")
-    assert 0.4 <= time.monotonic() - started < 1.0
+    assert time.monotonic() - started >= 0.4  # held back (no upper bound: a loaded machine adds its own delay)
     assert local_gemini.setup_delay.drawn == [0.4]
     await websocket.close()
