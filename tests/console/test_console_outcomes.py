@@ -64,6 +64,11 @@ async def test_a_call_whose_agent_cannot_start_is_listed_as_failed_with_its_reas
         phone, phone_errors = await open_page(context, f"http://{base}/console")
         await phone.click("#call")
         await wait_for_stats(phone, "s.state === 'ended'")
+        status = await phone.locator("#status").inner_text()  # the softphone says why, and what to do
+        assert "the agent could not start" in status and "no AWS credentials found" in status, status
+        assert "--model" in status
+        await phone.locator(".entry.error", has_text="agent failed to start").wait_for(timeout=STEP_TIMEOUT_MS)
+        await phone.screenshot(path=ARTIFACTS / "9-softphone-agent-failed.png", full_page=True)
         call_sid = await phone.evaluate("window.voicebotConsole.stats.callSid")
         row = await wait_for_recording(base, call_sid)
         assert row["outcome"] == "failed-agent-start" and "no AWS credentials found" in row["outcome_reason"], row

@@ -1,5 +1,5 @@
 """The console's pages as a user meets them, in headless Chromium: live calls on the calls page and their
-recordings, the keypad, a call whose agent cannot start, a phone-sized screen, the keyboard, and an
+recordings, the keypad, a phone-sized screen, the keyboard, and an
 automated accessibility check (axe-core, bundled by axe-playwright-python: nothing is fetched).
 
 Screenshots go to tests/artifacts/console/ (git-ignored), at 1280 px and 390 px wide.
@@ -14,10 +14,7 @@ from typing import Any
 
 import pytest
 
-from telephony.app import create_app
-from telephony.call_info import CallInfo
-
-from ..conftest import TEST_SETTINGS, harness, serve
+from ..conftest import TEST_SETTINGS, harness
 from ..fakes.model import Hold, Say, UserSaid, WaitForAudio, WaitForText
 from .test_console_browser import (
     ARTIFACTS,
@@ -114,25 +111,6 @@ async def test_a_live_call_on_the_calls_page_then_its_recording_and_the_keypad(t
         await calls.locator(f"#calls tr[data-name='{name}'][data-kind='recorded']").wait_for(timeout=STEP_TIMEOUT_MS)
         assert phone_errors == [] and calls_errors == []
         assert await calls.evaluate("window.voicebotCalls.errors") == []
-
-
-async def test_the_softphone_says_why_a_call_failed_when_the_agent_cannot_start(tmp_path: Path) -> None:
-    def no_credentials(call: CallInfo) -> Any:
-        raise ValueError("no AWS credentials found")
-
-    settings = console_settings(tmp_path, hangup_mark_timeout_s=1.0)
-    app = create_app(settings, agent_factory=no_credentials)
-    microphone = write_microphone_wav(tmp_path / "microphone.wav", seconds=10)
-    async with serve(app) as base, console_browser(microphone) as (context, _):
-        page, errors = await open_page(context, f"http://{base}/console")
-        await page.click("#call")
-        await wait_for_stats(page, "s.state === 'ended'")
-        status = await page.locator("#status").inner_text()
-        assert "the agent could not start" in status and "no AWS credentials found" in status, status
-        assert "--model" in status
-        await page.locator(".entry.error", has_text="agent failed to start").wait_for(timeout=STEP_TIMEOUT_MS)
-        await page.screenshot(path=ARTIFACTS / "9-softphone-agent-failed.png", full_page=True)
-        assert errors == []
 
 
 async def test_pages_on_a_phone_sized_screen_with_the_keyboard_and_an_accessibility_check(tmp_path: Path) -> None:
