@@ -11,8 +11,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,7 +24,8 @@ from telephony.call_info import CallInfo
 
 from ..conftest import harness, serve
 from ..fakes.model import Fail, Hold, Say, WaitForText
-from ..operations.server_process import wait_until_healthy
+from ..operations.server_process import voicebot_serve as served
+from ..ports import free_port
 from .test_console_browser import (
     ARTIFACTS,
     SECRET,
@@ -45,7 +44,6 @@ from .test_console_watch import DESKTOP, PHONE, SIZES
 pytestmark = needs_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
-VOICEBOT = Path(sys.executable).with_name("voicebot")
 
 
 async def calls_api(base: str) -> dict[str, Any]:
@@ -173,12 +171,6 @@ async def test_key_presses_are_on_the_recordings_timeline_and_in_transcript_json
 # --- a real `voicebot serve`, stopped and killed mid-call ---------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @asynccontextmanager
 async def voicebot_serve(folder: Path, port: int) -> AsyncIterator[asyncio.subprocess.Process]:
     """``voicebot serve`` with the console on, recording, and the turn-taking fake agent (it answers pauses)."""
@@ -194,19 +186,8 @@ async def voicebot_serve(folder: Path, port: int) -> AsyncIterator[asyncio.subpr
         "VOICEBOT_SHUTDOWN_GRACE": "0.5",
         "VOICEBOT_WRAP_UP_SECONDS": "1.5",
     }
-    log = folder / f"serve-{port}.log"
-    with log.open("ab") as output:
-        process = await asyncio.create_subprocess_exec(
-            str(VOICEBOT), "serve", "--host", "127.0.0.1", "--port", str(port),
-            cwd=folder, env=environment, stdout=output, stderr=output,
-        )  # fmt: skip
-    try:
-        await wait_until_healthy(process, f"http://127.0.0.1:{port}/health", log=log)
+    async with served(port, environment, folder / f"serve-{port}.log", log_mode="ab", stop="kill") as process:
         yield process
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
 
 
 def write_talking_wav(path: Path, seconds: float = 60.0, rate: int = 48000) -> Path:

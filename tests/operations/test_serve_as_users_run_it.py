@@ -41,7 +41,7 @@ from telephony.simulation.caller.simulated_caller import SimulatedCaller, answer
 from telephony.simulation.local_app.nginx import nginx_binary
 from telephony.simulation.local_twilio.api import ApiRequest
 
-from .server_process import wait_until_healthy
+from .server_process import voicebot_serve
 from .test_workers import free_ports, metric
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +52,6 @@ CALLS = 50
 """The default VOICEBOT_MAX_CALLS: every line of the server in use at once."""
 NOVA_CALLS = 10
 GOODBYE_HZ = 660.0
-VOICEBOT = Path(sys.executable).with_name("voicebot")
 """The console script `uv sync` installs: what `uv run voicebot serve` runs."""
 
 
@@ -113,25 +112,6 @@ def api_requests(log: Path) -> list[ApiRequest]:
     if not log.exists():
         return []
     return [ApiRequest(**json.loads(line)) for line in log.read_text().splitlines()]
-
-
-@asynccontextmanager
-async def voicebot_serve(
-    port: int, environment: dict[str, str], log: Path, *flags: str
-) -> AsyncIterator[asyncio.subprocess.Process]:
-    """``voicebot serve --host 127.0.0.1 --port PORT [flags]``, configured by the environment only."""
-    with log.open("wb") as output:
-        process = await asyncio.create_subprocess_exec(
-            str(VOICEBOT), "serve", "--host", "127.0.0.1", "--port", str(port), *flags,
-            cwd=log.parent, env=environment, stdout=output, stderr=output,
-        )  # fmt: skip
-    try:
-        await wait_until_healthy(process, f"http://127.0.0.1:{port}/health", log=log)
-        yield process
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            await asyncio.wait_for(process.wait(), 60)
 
 
 def server_environment(api_url: str, model: dict[str, str]) -> dict[str, str]:
