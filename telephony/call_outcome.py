@@ -100,10 +100,26 @@ def decide(
 def parse_note(detail: str) -> CallOutcome | None:
     """An ``outcome`` note's detail, or None if it is not one this version wrote."""
     try:
-        data = json.loads(detail)
-        return CallOutcome(Outcome(data["code"]), str(data.get("reason") or ""))
-    except (ValueError, TypeError, KeyError):
+        return from_json(json.loads(detail))
+    except ValueError:
         return None
+
+
+def from_json(data: Any) -> CallOutcome | None:
+    """``{"code", "reason"}`` (a note's detail, ``transcript.json``'s ``outcome``), or None if it is not one."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return CallOutcome(Outcome(str(data.get("code"))), str(data.get("reason") or ""))
+    except ValueError:
+        return None
+
+
+def row_fields(outcome: CallOutcome | None) -> dict[str, str | None]:
+    """The outcome as a row of the calls page gives it (``outcome``, ``outcome_label``, ``outcome_reason``)."""
+    if outcome is None:
+        return {"outcome": None, "outcome_label": None, "outcome_reason": None}
+    return {"outcome": outcome.code.value, "outcome_label": outcome.label, "outcome_reason": outcome.reason}
 
 
 def from_records(records: Iterable[dict[str, Any]], agent_started: bool) -> CallOutcome:

@@ -21,7 +21,7 @@ from typing import Any
 
 from telephony.bridge.caller_speech import SpeechSpan
 from telephony.call_info import CallInfo
-from telephony.call_outcome import CallOutcome, parse_note
+from telephony.call_outcome import CallOutcome, parse_note, row_fields
 
 BACKLOG = 2000
 """Events a feed keeps for late (or reconnecting) subscribers."""
@@ -102,10 +102,7 @@ class CallFeed:
         }
 
     def _outcome_fields(self) -> dict[str, str | None]:
-        outcome = self.outcome if self.ended else None
-        if outcome is None:
-            return {"outcome": None, "outcome_label": None, "outcome_reason": None}
-        return {"outcome": outcome.code.value, "outcome_label": outcome.label, "outcome_reason": outcome.reason}
+        return row_fields(self.outcome if self.ended else None)
 
     # --- CallObserver hooks (on the audio path: no work for audio) --------------------------------
 

@@ -23,15 +23,15 @@ def search_transcripts(library: CallLibrary, query: str, limit: int = SEARCHED) 
     if not words:
         return []
     matches = []
-    for call in library.recent(limit):
-        transcript = library.transcript(call.name) or {}
+    for name in library.names(limit):
+        transcript = library.transcript(name, summary=False) or {}
         for turn in transcript.get("turns") or []:
             text = str(turn.get("text") or "")
             if turn.get("role") in ("caller", "bot") and words in text.lower():
                 matches.append(
                     {
-                        "name": call.name,
-                        "call_sid": call.call_sid,
+                        "name": name,
+                        "call_sid": transcript.get("call_sid"),
                         "role": turn.get("role"),
                         "start": turn.get("start"),
                         "text": _quote(text, text.lower().index(words)),

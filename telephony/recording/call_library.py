@@ -8,6 +8,7 @@ Everything here touches the disk: call it from a thread, not the event loop.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import wave
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from telephony.call_outcome import CallOutcome, Outcome, decide
+from telephony.call_outcome import CallOutcome, decide, from_json, row_fields
 from telephony.recording.call_audio import BOT_WAV, CALLER_WAV
 from telephony.recording.format import EVENTS_FILE
 from telephony.recording.transcript import TRANSCRIPT_FILE
@@ -85,28 +86,26 @@ class CallLibrary:
         folder = self.root / name
         return folder if (folder / EVENTS_FILE).is_file() else None
 
-    def recent(self, limit: int = MAX_LISTED) -> list[CallSummary]:
-        """The newest recordings first (folder names start with the date and time)."""
+    def names(self, limit: int = MAX_LISTED) -> list[str]:
+        """The newest recordings' names first (folder names start with the date and time)."""
         if not self.root.is_dir():
             return []
         names = sorted((entry.name for entry in self.root.iterdir() if entry.is_dir()), reverse=True)
-        summaries = []
-        for name in names:
-            folder = self.folder(name)
-            if folder is not None:
-                summaries.append(summarise(name, folder))
-            if len(summaries) >= limit:
-                break
-        return summaries
+        recordings = (name for name in names if self.folder(name) is not None)
+        return list(itertools.islice(recordings, limit))  # a folder of thousands: only the newest are opened
 
-    def transcript(self, name: str) -> dict[str, Any] | None:
-        """``transcript.json`` of ``name`` plus its summary, or None if the call has none (yet)."""
+    def recent(self, limit: int = MAX_LISTED) -> list[CallSummary]:
+        """The newest recordings first."""
+        return [summarise(name, self.root / name) for name in self.names(limit)]
+
+    def transcript(self, name: str, summary: bool = True) -> dict[str, Any] | None:
+        """``transcript.json`` of ``name`` (plus its ``summary`` unless not wanted), or None if it has none (yet)."""
         folder = self.folder(name)
         if folder is None:
             return None
         transcript = _read_json(folder / TRANSCRIPT_FILE)
-        if transcript is None:
-            return None
+        if transcript is None or not summary:
+            return transcript
         return {**transcript, "summary": summarise(name, folder).to_json()}
 
     def audio(self, name: str) -> Path | None:
@@ -158,9 +157,7 @@ def summarise(name: str, folder: Path) -> CallSummary:
         files=[file_name for file_name in DOWNLOADS if (folder / file_name).is_file()],
         has_audio=(folder / CALL_AUDIO).is_file(),
         complete=bool(transcript),
-        outcome=outcome.code.value if outcome else None,
-        outcome_label=outcome.label if outcome else None,
-        outcome_reason=outcome.reason if outcome else None,
+        **row_fields(outcome),
         recovered=bool(transcript.get("recovered")),
     )
 
@@ -169,12 +166,9 @@ def _outcome(transcript: dict[str, Any]) -> CallOutcome | None:
     """A finished recording's outcome (one from before outcomes were recorded: from how it ended)."""
     if not transcript:
         return None
-    given = transcript.get("outcome")
-    if isinstance(given, dict):
-        try:
-            return CallOutcome(Outcome(str(given.get("code"))), str(given.get("reason") or ""))
-        except ValueError:
-            pass
+    given = from_json(transcript.get("outcome"))
+    if given is not None:
+        return given
     ended = transcript.get("ended") or {}
     return decide(str(ended.get("by") or ""), str(ended.get("reason") or ""))
 
