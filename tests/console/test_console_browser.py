@@ -247,7 +247,8 @@ async def test_a_console_call_through_the_phone_audio_path_then_its_recording(tm
         assert row["ended_by"] == "agent" and row["turns"] >= 4 and row["tool_calls"] == 1 and row["barge_ins"] == 1
         await page.goto(f"http://{h.base}/console/calls")
         await page.locator(f"#calls tr[data-name='{row['name']}']").click()
-        await page.locator("#call-view:not([hidden])").wait_for(timeout=STEP_TIMEOUT_MS)
+        # The view is shown before its transcript arrives; the page names the call once it has drawn it.
+        await page.locator(f"#call-view[data-name='{row['name']}']:not([hidden])").wait_for(timeout=STEP_TIMEOUT_MS)
         assert await page.locator(".lane[data-role='bot'] .bar").count() >= 2
         assert await page.locator(".lane[data-role='bot'] .bar.interrupted").count() == 1
         # What the caller heard, then the rest struck out. How much was heard depends on when the page's
