@@ -102,7 +102,14 @@ async def model_line(
     ``known_leaks``: qualified names of coroutines an upstream library is known to leave running (cancelled here,
     so no later test inherits them); any other task left behind fails the test.
     """
-    defaults = {"model": model.name, "model_id": model.model_id, "greeting": GREETING, "agent_silence_timeout_s": 3.0}
+    # A model's first connection sets up TLS and its client: more than TEST_SETTINGS' 3 s on a busy test machine.
+    defaults = {
+        "model": model.name,
+        "model_id": model.model_id,
+        "greeting": GREETING,
+        "agent_silence_timeout_s": 3.0,
+        "agent_start_timeout_s": 10.0,
+    }
     settings = replace(TEST_SETTINGS, **{**defaults, **overrides})
     assert settings.agent == "agent.factory:create_agent"
     for name in model.reads:
@@ -163,7 +170,7 @@ async def listen_until(call: FakeTwilioCall, heard: Heard, timeout: float = 6.0,
     await call.silence(then_s)
 
 
-async def call_until_hung_up(line: ModelLine, speak_at_s: float | None = None, timeout: float = 10.0) -> FakeTwilioCall:
+async def call_until_hung_up(line: ModelLine, speak_at_s: float | None = None, timeout: float = 20.0) -> FakeTwilioCall:
     """A call that listens (and talks once, if asked) until the bot ends it."""
     async with line.caller() as call:
         await call.connect()
