@@ -154,6 +154,8 @@ async def test_stats_report_the_bridge_latencies(caplog: pytest.LogCaptureFixtur
         "turn",
     }
     assert latency["frame_to_send"]["count"] >= 10 and latency["barge_in_to_clear"]["count"] == 1
-    assert all(0 <= row["p50_ms"] <= row["p99_ms"] <= row["max_ms"] < 1000 for row in latency.values())
+    # Ordered, and in milliseconds (the scripted turn answers after a few hundred); how fast is benchmarks' business.
+    assert all(0 <= row["p50_ms"] <= row["p99_ms"] <= row["max_ms"] < 10_000 for row in latency.values())
+    assert latency["turn"]["p50_ms"] > 50
     summary = next(record.getMessage() for record in caplog.records if "call ended" in record.getMessage())
     assert "turns=1 barge_ins=1" in summary and "barge_in_to_clear=" in summary
