@@ -186,7 +186,7 @@ class _QuietState:
         if isinstance(content, AudioDelta):
             pcm = content.source.get("bytes") or b""
             samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float32)
-            if samples.size and math.sqrt(float(np.mean(samples * samples))) >= SPEECH_RMS:
+            if samples.size and math.sqrt(float(samples @ samples) / samples.size) >= SPEECH_RMS:
                 self.caller_voiced_at = self.owed_at = time.monotonic()
                 self.owed = True
         elif isinstance(content, BidiMessage):

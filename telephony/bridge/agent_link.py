@@ -54,7 +54,7 @@ from telephony.bridge.stats import CallStats
 from telephony.bridge.transfer import TRANSCRIPT_LINES, StreamRole
 from telephony.bridge.watchdog import CallClock
 from telephony.call_info import CallInfo
-from telephony.codec import SPEECH_LEVEL_DBFS, TWILIO_RATE, InboundAudio, OutboundAudio, ulaw_level_dbfs
+from telephony.codec import SPEECH_LEVEL_DBFS, TWILIO_RATE, InboundAudio, OutboundAudio
 from telephony.controls import CALL_CONTROL_KEY
 from telephony.operations.latency import LatencySamples
 from telephony.operations.logs import CallLog
@@ -223,9 +223,7 @@ class AgentLink:
         if (span := self.speech.frame(media.payload, media.timestamp, time.monotonic())) is not None:
             host.observers.notify("caller_speech", span)
         if host.clock is not None:
-            # The watchdog needs only a coarse "has the caller spoken": look at one frame in five.
-            voiced = host.stats.frames_in % 5 == 0 and ulaw_level_dbfs(media.payload) > SPEECH_LEVEL_DBFS
-            host.clock.media(time.monotonic(), voiced=voiced)
+            host.clock.media(time.monotonic(), voiced=self.speech.level_dbfs > SPEECH_LEVEL_DBFS)
         if self.inbound is None:
             return  # the agent is not built yet, so its input rate is unknown (a few ms at most)
         self.inbound.put_audio(media.payload)  # converted a chunk at a time, in the sender

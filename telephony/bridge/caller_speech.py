@@ -48,6 +48,8 @@ class CallerSpeech:
         self._last_voiced_at: float | None = None
         self._spoke_since_answer = False
         self._frames = 0
+        self.level_dbfs = float("-inf")
+        """The latest frame's level (dBFS): computed once here, read by whoever else needs it (the watchdog)."""
         self.onset_at: float | None = None
         """Monotonic arrival of the first voiced frame of the caller's latest span (None before any speech):
         when the caller began talking, which a model's own speech signals come too late to say."""
@@ -56,7 +58,8 @@ class CallerSpeech:
         """Take one caller frame; returns the span that ended, once the caller has been quiet ``gap_s``."""
         stream_s = timestamp_ms / 1000 if timestamp_ms is not None and timestamp_ms >= 0 else self._frames * FRAME_S
         self._frames += 1
-        if ulaw_level_dbfs(ulaw) > self._threshold:
+        self.level_dbfs = ulaw_level_dbfs(ulaw)
+        if self.level_dbfs > self._threshold:
             if self._start_s is None:
                 self._start_s = stream_s
                 self.onset_at = now

@@ -66,6 +66,9 @@ class InboundBuffer:
         self._normal_max = max_audio_bytes
         self._holding = False
         self._ready = asyncio.Event()
+        self._wanted: int | Callable[[], int] | None = None
+        """What the waiting ``get()`` asked for (None: nobody waits): a piece that does not make a send due
+        leaves the sender asleep, so in long silence it wakes once per chunk, not once per 20 ms frame."""
         self.dropped_bytes = 0
         self.dropped_chunks = 0
 
@@ -76,7 +79,8 @@ class InboundBuffer:
         self._audio_bytes += len(pcm)
         while self._audio_bytes > self._max_audio_bytes:
             self._drop_oldest_audio()
-        self._ready.set()
+        if self._wanted is None or self._ready_to_give(self._wanted):
+            self._ready.set()
 
     def put_text(self, text: str) -> None:
         """Text (a greeting instruction, a keypress) is never dropped: it is small and rare."""
@@ -93,9 +97,15 @@ class InboundBuffer:
         """
         if most_bytes is None:
             most_bytes = getattr(min_audio_bytes, "most_bytes", None)
-        while not self._ready_to_give(min_audio_bytes):
+        if not self._ready_to_give(min_audio_bytes):
+            # Asked again only as pieces arrive (put_audio), never a second time for the same piece: the size can
+            # follow the call (SpeechChunks answers 0 once, at the caller's onset).
+            self._wanted = min_audio_bytes
             self._ready.clear()
-            await self._ready.wait()
+            try:
+                await self._ready.wait()
+            finally:
+                self._wanted = None
         first, received_at = self._items.popleft()
         if isinstance(first, str):
             self._texts -= 1

@@ -102,8 +102,12 @@ class UtteranceKeeper:
         if usable:  # the level of every whole frame at once: this runs for each chunk of each call
             samples = np.frombuffer(data, dtype="<i2", count=usable // 2).astype(np.float32)
             power = np.mean(np.square(samples.reshape(-1, self._frame_bytes // 2)), axis=1)
-            for index, loud in enumerate((power >= self._threshold**2).tolist()):
-                self._frame(loud, first + index * self._frame_bytes, now)
+            louds = (power >= self._threshold**2).tolist()
+            if any(louds):
+                for index, loud in enumerate(louds):
+                    self._frame(loud, first + index * self._frame_bytes, now)
+            else:
+                self._quiet_frames(len(louds), now)  # most chunks of a call: no frame-by-frame walk
         self._pending = data[usable:]
         self._trim(now)
 
@@ -194,6 +198,18 @@ class UtteranceKeeper:
             return
         self._quiet_run += 1
         if self._quiet_run >= self._hangover_frames:
+            current.end, current.ended_at = self._last_loud_end, now
+            self._loud_run = 0
+
+    def _quiet_frames(self, count: int, now: float) -> None:
+        """``count`` quiet frames at once: what ``_frame`` does for each of them, in one step."""
+        current = self._segments[-1] if self._segments and self._segments[-1].end is None else None
+        if current is None:
+            self._loud_run = 0
+            return
+        self._quiet_run += count
+        if self._quiet_run >= self._hangover_frames:
+            self._quiet_run = self._hangover_frames  # where the frame that ended it left the count
             current.end, current.ended_at = self._last_loud_end, now
             self._loud_run = 0
 

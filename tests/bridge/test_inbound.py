@@ -122,3 +122,18 @@ async def test_hold_records_when_the_oldest_held_audio_arrived() -> None:
     buffer.put_text("hello")
     buffer.put_audio(b"a", received_at=5.0)
     assert buffer.oldest_audio_at == 5.0
+
+
+async def test_a_waiting_sender_is_woken_once_a_send_is_due_not_at_every_frame() -> None:
+    """In long silence a chunk is ten frames: the sender sleeps through the first nine (a wake-up per frame
+    costs more than the frame's own work)."""
+    buffer = InboundBuffer(max_audio_bytes=10_000)
+    getter = asyncio.ensure_future(buffer.get(1600))
+    await asyncio.sleep(0)
+    for _ in range(9):
+        buffer.put_audio(b"\xff" * 160)
+        assert not buffer._ready.is_set()
+    buffer.put_audio(b"\xff" * 160)
+    assert buffer._ready.is_set()
+    item = await asyncio.wait_for(getter, 1.0)
+    assert len(item.item) == 1600

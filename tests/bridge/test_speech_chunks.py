@@ -47,7 +47,8 @@ async def _sizes_of(buffer: InboundBuffer, chunks: SpeechChunks, frames: list[bo
             await asyncio.sleep(0)
             await asyncio.sleep(0)
             if not getter.done():
-                getter.cancel()
+                getter.cancel()  # and let it go: a waiting getter is asked at each new piece
+                await asyncio.gather(getter, return_exceptions=True)
                 break
             sizes.append(len(getter.result().item) // FRAME)
     return sizes
