@@ -24,7 +24,7 @@ oldest frame of a chunk to send done, the chunking hold included; audio->frame; 
 pre-warm hit rate, the local Nova's and nginx's CPU, errors. Only 127.0.0.1 is contacted.
 
     uv run python benchmarks/load_nova.py [--calls 10 40] [--seconds 40] [--rounds 2]
-        [--variants fake nova-20 nova-60/40] [--workers 1 2] [--baseline DIR]
+        [--variants fake nova-20 nova-60/40 base-fake base-nova] [--workers 1 2] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -84,15 +84,17 @@ class Variant:
 
 def variant(name: str, baseline: Path | None) -> Variant:
     """``fake``, ``nova-<quiet ms>[/<speaking ms>[/<silence ms>[w<speech window ms>]]][-own-crt]``, ``base-nova``
-    (the --baseline tree, as it is), or
+    and ``base-fake`` (the --baseline tree, as it is), or
     ``nova``, ``openai``, ``gemini``: that model's real client with the product's default settings."""
     if name == "fake":
         return Variant(name, FAKE_AGENT)
     if name in LOCAL_MODELS:
         return Variant(name, NOVA_AGENT, model=name)
-    if name == "base-nova":
+    if name in ("base-nova", "base-fake"):
         if baseline is None:
-            raise SystemExit("base-nova needs --baseline DIR (a source tree to compare with)")
+            raise SystemExit(f"{name} needs --baseline DIR (a source tree to compare with)")
+        if name == "base-fake":
+            return Variant(name, FAKE_AGENT, tree=baseline)
         return Variant(name, NOVA_AGENT, tree=baseline, model="nova")
     match = re.fullmatch(r"nova-(\d+)(?:/(\d+))?(?:/(\d+)(?:w(\d+))?)?(-own-crt)?", name)
     if match is None:
