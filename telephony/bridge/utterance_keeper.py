@@ -183,26 +183,23 @@ class UtteranceKeeper:
         self.sent(carried, now)
 
     def _frame(self, loud: bool, offset: int, now: float) -> None:
+        if not loud:
+            self._quiet_frames(1, now)
+            return
         current = self._segments[-1] if self._segments and self._segments[-1].end is None else None
         if current is None:
-            self._loud_run = self._loud_run + 1 if loud else 0
+            self._loud_run += 1
             if self._loud_run >= ONSET_FRAMES:
                 start = offset - (ONSET_FRAMES - 1) * self._frame_bytes
                 self._segments.append(_Segment(start=start))
                 self._quiet_run = 0
                 self._last_loud_end = offset + self._frame_bytes
             return
-        if loud:
-            self._quiet_run = 0
-            self._last_loud_end = offset + self._frame_bytes
-            return
-        self._quiet_run += 1
-        if self._quiet_run >= self._hangover_frames:
-            current.end, current.ended_at = self._last_loud_end, now
-            self._loud_run = 0
+        self._quiet_run = 0
+        self._last_loud_end = offset + self._frame_bytes
 
     def _quiet_frames(self, count: int, now: float) -> None:
-        """``count`` quiet frames at once: what ``_frame`` does for each of them, in one step."""
+        """``count`` quiet frames in a row, in one step (a whole quiet chunk, or one quiet frame)."""
         current = self._segments[-1] if self._segments and self._segments[-1].end is None else None
         if current is None:
             self._loud_run = 0
