@@ -160,6 +160,12 @@ async def talk(call: FakeTwilioCall, speech_s: float, then_silence_s: float) -> 
     await call.silence(then_silence_s)
 
 
+async def talk_until_answered(call: FakeTwilioCall, speech_s: float, answer_s: float) -> None:
+    """The caller talks, then listens until ``answer_s`` of the answer (ANSWER_HZ) has played: however late it comes."""
+    await talk(call, speech_s, 0.0)
+    await listen_until(call, heard_at_least(ANSWER_HZ, answer_s), timeout=10.0)
+
+
 async def listen_until(call: FakeTwilioCall, heard: Heard, timeout: float = 6.0, then_s: float = 0.3) -> None:
     """Send silence (as a phone line does) until ``heard(call)``, then ``then_s`` more."""
     deadline = time.monotonic() + timeout

@@ -45,6 +45,7 @@ from .model_calls import (
     listen_until,
     seconds_of,
     talk,
+    talk_until_answered,
     voiced_seconds,
 )
 
@@ -66,8 +67,7 @@ async def test_greeting_and_a_turn_are_heard_both_ways(
         async with line.caller() as call:
             await call.connect()
             await listen_until(call, heard_at_least(GREETING_HZ, 0.6))
-            await talk(call, 0.6, 0.0)  # a turn, then its answer plays
-            await listen_until(call, heard_at_least(ANSWER_HZ, 0.8), timeout=10.0)
+            await talk_until_answered(call, 0.6, 0.8)  # a turn, then its answer plays
             await call.stop()
 
     [session] = local_gemini.sessions
@@ -110,8 +110,7 @@ async def test_barge_in_clears_the_line_with_nothing_stale_after_it(
             # 4 s of greeting streams in 1 s; talk over it while it is still playing at the caller's end
             await listen_until(call, heard_at_least(LONG_HZ, 0.6), then_s=0.0)
             onset = time.monotonic() - call.started
-            await talk(call, 0.5, 0.0)
-            await listen_until(call, heard_at_least(ANSWER_HZ, 0.6), timeout=10.0)
+            await talk_until_answered(call, 0.5, 0.6)
             await call.stop()
 
     [session] = local_gemini.sessions

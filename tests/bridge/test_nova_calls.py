@@ -52,6 +52,7 @@ from .model_calls import (
     nova_line,
     seconds_of,
     talk,
+    talk_until_answered,
     voiced_seconds,
 )
 
@@ -80,8 +81,7 @@ async def test_greeting_and_a_turn_are_heard_both_ways(
         async with line.caller() as call:
             await call.connect()
             await listen_until(call, heard_at_least(GREETING_HZ, 0.6))
-            await talk(call, 0.6, 0.0)  # a turn, then its answer plays
-            await listen_until(call, heard_at_least(ANSWER_HZ, 0.8), timeout=10.0)
+            await talk_until_answered(call, 0.6, 0.8)  # a turn, then its answer plays
             await call.stop()
 
     [session] = local_nova.sessions
@@ -123,8 +123,7 @@ async def test_barge_in_clears_the_line_and_the_marker_reaches_no_surface(
             await call.connect()
             # 4 s of greeting streams in 1 s; talk over it while it is still playing at the caller's end
             await listen_until(call, lambda call: seconds_of(heard_hz(call), LONG_HZ) >= 0.6, then_s=0.0)
-            await talk(call, 0.5, 0.0)  # talk over it; Nova answers
-            await listen_until(call, heard_at_least(ANSWER_HZ, 0.6), timeout=10.0)
+            await talk_until_answered(call, 0.5, 0.6)  # talk over it; Nova answers
             history = json.dumps(line.live_session().agent.messages)
             await call.stop()
     console_events = [event async for event in feed.follow()]

@@ -40,6 +40,7 @@ from .model_calls import (
     openai_line,
     seconds_of,
     talk,
+    talk_until_answered,
     voiced_seconds,
 )
 
@@ -63,8 +64,7 @@ async def test_greeting_and_a_turn_are_heard_both_ways_at_24_khz(
         async with line.caller() as call:
             await call.connect()
             await listen_until(call, heard_at_least(GREETING_HZ, 0.6))
-            await talk(call, 0.6, 0.0)
-            await listen_until(call, heard_at_least(ANSWER_HZ, 0.8), timeout=10.0)
+            await talk_until_answered(call, 0.6, 0.8)
             await call.stop()
 
     [session] = local_openai.sessions
@@ -120,8 +120,7 @@ async def test_barge_in_while_the_reply_is_still_generating_clears_the_line(
         async with line.caller() as call:
             await call.connect()
             await listen_until(call, lambda call: seconds_of(heard_hz(call), LONG_HZ) >= 0.6, then_s=0.0)
-            await talk(call, 0.5, 0.0)
-            await listen_until(call, heard_at_least(ANSWER_HZ, 0.6), timeout=10.0)
+            await talk_until_answered(call, 0.5, 0.6)
             await call.stop()
 
     [session] = local_openai.sessions
@@ -154,8 +153,7 @@ async def test_barge_in_on_a_reply_already_generated_clears_the_line_and_truncat
         async with line.caller() as call:
             await call.connect()
             await listen_until(call, lambda call: seconds_of(heard_hz(call), LONG_HZ) >= 0.6, then_s=0.0)
-            await talk(call, 0.5, 0.0)
-            await listen_until(call, heard_at_least(ANSWER_HZ, 0.6), timeout=10.0)
+            await talk_until_answered(call, 0.5, 0.6)
             await call.stop()
 
     [session] = local_openai.sessions
