@@ -287,6 +287,7 @@ def serve(
     import uvicorn
 
     from telephony.app import create_app
+    from telephony.operations.heap import settle_heap
     from telephony.operations.shutdown import DrainingServer
     from telephony.operations.tracing import setup_tracing
 
@@ -345,6 +346,7 @@ def serve(
         log_level=settings.log_level.lower(),
         log_config=None,  # keep our logging set-up (and its JSON format, when chosen)
     )
+    settle_heap()  # everything built so far lives as long as the process: out of the collector's way
     DrainingServer(config, app, settings.shutdown_grace_s, settings.wrap_up_s).run(sockets=sockets)
     return 0
 

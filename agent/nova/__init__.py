@@ -4,6 +4,7 @@
 - :mod:`.endpoint`: where to reach Bedrock Runtime (``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``, ``AWS_ENDPOINT_URL``,
   ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS``, ``AWS_CA_BUNDLE``);
 - :mod:`.sdk_seam`: how those settings reach the SDK client strands builds;
+- :mod:`.event_signer`, :mod:`.event_stream`: the SDK's signatures, messages and objects for each event, for less;
 - :mod:`.crt_loop`: one CRT event-loop group for every connection (``VOICEBOT_CRT_THREADS``);
 - :mod:`.stream_repair`: what makes stopping a stream always end;
 - :mod:`.marker`: Nova's barge-in marker, kept out of transcripts;

@@ -50,8 +50,9 @@ def _utc_now() -> datetime.datetime:
 def _frame(headers: bytes, payload: bytes) -> bytes:
     """An event-stream message: prelude, prelude CRC, headers, payload, message CRC (as ``_EventEncoder``)."""
     prelude = pack("!II", len(headers) + len(payload) + 16, len(headers))
-    prelude_crc = pack("!I", crc32(prelude))
-    message_crc = crc32(payload, crc32(headers, crc32(prelude_crc, crc32(prelude))))
+    prelude_check = crc32(prelude)
+    prelude_crc = pack("!I", prelude_check)
+    message_crc = crc32(payload, crc32(headers, crc32(prelude_crc, prelude_check)))
     return b"".join((prelude, prelude_crc, headers, payload, pack("!I", message_crc)))
 
 
@@ -75,6 +76,8 @@ class CachingEventSigner:
         self._keys: dict[tuple[str, str, str, str], bytes] = {}
         self._inner_headers: dict[tuple[tuple[str, type, Any], ...], bytes] = {}
         self._is_finalized = False
+        self._second: int | None = None
+        self._second_text = ""
 
     async def sign(self, *, event: EventMessage, identity: Any, properties: SigV4SigningProperties) -> EventMessage:
         return self._sign(event, self._encode_inner(event), identity, properties, is_final=False)
@@ -99,9 +102,10 @@ class CachingEventSigner:
         if self._is_finalized:
             raise RuntimeError("Cannot sign event stream messages after the final empty event has been signed.")
         date_obj = self._now()
-        timestamp = properties.get("date") or date_obj.strftime(_TIMESTAMP_FORMAT)
+        millis = int(date_obj.timestamp() * 1000)
+        timestamp = properties.get("date") or self._timestamp(date_obj, millis // 1000)
         day, region, service = timestamp[:8], properties["region"], properties["service"]
-        date_header = _DATE_KEY + pack("!q", int(date_obj.timestamp() * 1000))
+        date_header = _DATE_KEY + pack("!q", millis)
         string_to_sign = (
             "AWS4-HMAC-SHA256-PAYLOAD\n"
             f"{timestamp}\n"
@@ -119,6 +123,12 @@ class CachingEventSigner:
         encoded = _frame(date_header + _SIGNATURE_KEY + _SIGNATURE_LENGTH + signature, payload)
         event.headers, event.payload = headers, payload
         return EncodedEvent(headers=headers, payload=payload, encoded=encoded)
+
+    def _timestamp(self, date_obj: datetime.datetime, second: int) -> str:
+        """SigV4's timestamp of ``date_obj``: formatted once per second (tens of events share it)."""
+        if second != self._second:
+            self._second, self._second_text = second, date_obj.strftime(_TIMESTAMP_FORMAT)
+        return self._second_text
 
     def _signing_key(self, secret: str, day: str, region: str, service: str) -> bytes:
         """SigV4's derived key for one scope: the same all day, so derived once (per credentials, too)."""

@@ -10,7 +10,8 @@ variable set by :func:`starting`) and otherwise change nothing. Inside :func:`st
 
 - the transport is built on the process's shared CRT event loop and TLS context (``crt_client``);
 - the endpoint and trusted CAs are the standard AWS settings (``endpoint``);
-- events are signed by the caching signer (``event_signer``): the SDK's signatures and bytes, for less.
+- events are signed by the caching signer (``event_signer``): the SDK's signatures and bytes, for less;
+- audio chunks are written and read by the direct path of ``event_stream``: the SDK's messages and objects.
 
 Instances of strands' own class, started with no context, behave exactly as before.
 """
@@ -31,6 +32,7 @@ from .crt_client import build_on_shared, shared_tls_context
 from .crt_loop import on_shared_loop
 from .endpoint import BedrockEndpoint
 from .event_signer import CachingSigV4Scheme
+from .event_stream import bedrock_protocol
 from .stream_repair import watch_writers
 
 __all__ = ["ModelStart", "StartClient", "StartConfig", "install", "starting", "trust_only"]
@@ -82,6 +84,8 @@ def _apply(start: ModelStart, overrides: dict[str, Any]) -> None:
     if endpoint.url is not None:
         overrides["endpoint_uri"] = endpoint.url
     _sign_with_cache(overrides)
+    if overrides.get("protocol") is None:
+        overrides["protocol"] = bedrock_protocol()
     transport = overrides.get("transport")
     if transport is None:
         return

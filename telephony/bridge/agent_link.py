@@ -188,6 +188,7 @@ class AgentLink:
             speaking_bytes=settings.send_chunk_speaking_ms * ulaw_per_ms,
             silence_bytes=settings.send_chunk_silence_ms * ulaw_per_ms,
             window_s=settings.speech_window_ms / 1000,
+            bot_window_s=settings.speech_window_bot_ms / 1000,
             bot_speaking=self._bot_heard,
             last_voiced_at=lambda: self.speech.last_voiced_at,
         )

@@ -6,7 +6,9 @@ echoes every pending mark at once, so marks are flagged as cleared *before* the 
 and an echo of a cleared mark means nothing was heard.
 
 One writer task drains :meth:`Playback.next_message`; everything else only appends, without
-awaiting, so the agent's event stream never waits on the network.
+awaiting, so the agent's event stream never waits on the network. Frames queued back to back leave as
+one ``media`` message (up to :data:`MAX_FRAMES_PER_MESSAGE`; Twilio takes any whole number of frames):
+each message costs a JSON encoding, a WebSocket frame and a system call, whatever it carries.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from telephony.twilio.media_streams import clear_message, mark_message, media_me
 
 POLL_S = 0.05
 """How often the waits below look at the marks."""
+MAX_FRAMES_PER_MESSAGE = 10
+"""Most 20 ms frames joined into one ``media`` message (200 ms): marks and ``clear`` still go between."""
 
 
 class MarkState(Enum):
@@ -52,6 +56,16 @@ class Outgoing:
 
     text: str
     stamps: tuple[Stamp, ...] = ()
+    frames: int = 0
+    """20 ms audio frames the message carries (0: a mark or a clear)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """A queued 20 ms frame of μ-law, not yet a message (it may leave joined with the frames after it)."""
+
+    ulaw: bytes
+    stamps: tuple[Stamp, ...]
 
 
 @dataclass(slots=True)
@@ -80,7 +94,7 @@ class Playback:
         # None: hand frames to the socket as fast as they come (Twilio buffers them). A number: keep at most
         # this much audio ahead of real time in Twilio's buffer (benchmarks/pacing.py: why it is off by default).
         self._pace_lead_s = pace_lead_s
-        self._queue: deque[Outgoing] = deque()
+        self._queue: deque[Outgoing | _Frame] = deque()
         self._ready = asyncio.Event()
         self._marks: dict[str, MarkRecord] = {}
         self._names = itertools.count(1)
@@ -109,8 +123,7 @@ class Playback:
             if self._queued_frames >= self._max_queued_frames:
                 self.frames_dropped += 1
                 continue
-            text = media_message(self.stream_sid, ulaw[offset : offset + FRAME_BYTES])
-            self._queue.append(Outgoing(text, stamps if frames == 0 else ()))
+            self._queue.append(_Frame(ulaw[offset : offset + FRAME_BYTES], stamps if frames == 0 else ()))
             self._queued_frames += 1
             self._unmarked_frames += 1
             frames += 1
@@ -174,16 +187,29 @@ class Playback:
                 await asyncio.wait_for(self._ready.wait(), hold)
             except TimeoutError:
                 pass
-        message = self._queue.popleft()
-        if message.text.startswith('{"event":"media"'):
-            self._queued_frames -= 1
-            self.frames_sent += 1
-            self.playout_end = max(self.playout_end, time.monotonic()) + FRAME_SECONDS
-        return message
+        head = self._queue.popleft()
+        if isinstance(head, Outgoing):
+            return head
+        return self._media(head)
+
+    def _media(self, first: _Frame) -> Outgoing:
+        """``first`` and the frames queued right behind it (one at a time when pacing), as one message."""
+        frames, stamps = [first.ulaw], first.stamps
+        limit = 1 if self._pace_lead_s is not None else MAX_FRAMES_PER_MESSAGE
+        queue = self._queue
+        while queue and len(frames) < limit and isinstance(frame := queue[0], _Frame):
+            queue.popleft()
+            frames.append(frame.ulaw)
+            stamps += frame.stamps
+        count = len(frames)
+        self._queued_frames -= count
+        self.frames_sent += count
+        self.playout_end = max(self.playout_end, time.monotonic()) + count * FRAME_SECONDS
+        return Outgoing(media_message(self.stream_sid, b"".join(frames)), stamps, count)
 
     def _pace_hold(self) -> float:
         """Seconds to wait before the next frame when pacing; 0 for anything but media."""
-        if self._pace_lead_s is None or not self._queue[0].text.startswith('{"event":"media"'):
+        if self._pace_lead_s is None or not isinstance(self._queue[0], _Frame):
             return 0.0
         return self.playout_end - self._pace_lead_s - time.monotonic()
 

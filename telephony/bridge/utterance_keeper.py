@@ -63,7 +63,9 @@ class UtteranceKeeper:
     ) -> None:
         self.sample_rate = sample_rate
         self._frame_bytes = int(sample_rate * FRAME_S) * 2
-        self._threshold = 32768.0 * 10 ** (threshold_dbfs / 20)
+        threshold = 32768.0 * 10 ** (threshold_dbfs / 20)
+        self._loud_energy = threshold**2 * (self._frame_bytes // 2)
+        """A frame's sum of squared samples at the threshold's RMS."""
         self._preroll = int(preroll_s * sample_rate) * 2
         self._hangover_frames = max(1, round(hangover_s / FRAME_S))
         self._hangover_bytes = self._hangover_frames * self._frame_bytes
@@ -100,9 +102,10 @@ class UtteranceKeeper:
         self._audio += pcm
         usable = len(data) - len(data) % self._frame_bytes
         if usable:  # the level of every whole frame at once: this runs for each chunk of each call
-            samples = np.frombuffer(data, dtype="<i2", count=usable // 2).astype(np.float32)
-            power = np.mean(np.square(samples.reshape(-1, self._frame_bytes // 2)), axis=1)
-            louds = (power >= self._threshold**2).tolist()
+            samples = np.frombuffer(data, dtype="<i2", count=usable // 2).astype(np.float64)
+            frames = samples.reshape(-1, self._frame_bytes // 2)
+            energy = np.einsum("ij,ij->i", frames, frames)  # each frame's sum of squares, in one call (exact)
+            louds = (energy >= self._loud_energy).tolist()
             if any(louds):
                 for index, loud in enumerate(louds):
                     self._frame(loud, first + index * self._frame_bytes, now)

@@ -116,6 +116,12 @@ class AudioSettings:
         "Small sends continue this long after the caller's last voiced frame (the model's end-pointing wait).",
         rule=between(0, 10_000),
     )
+    speech_window_bot_ms: int = setting(
+        "VOICEBOT_SPEECH_WINDOW_BOT_MS",
+        300,
+        "The same while the bot is answering (the model has end-pointed): a new onset still flushes at once.",
+        rule=between(0, 10_000),
+    )
     restart_hold_ms: int = setting(
         "VOICEBOT_RESTART_HOLD_MS",
         15000,

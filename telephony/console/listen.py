@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator
 
 from telephony.bridge.observer import QuietObserver
 from telephony.call_info import CallInfo
+from telephony.codec import FRAME_BYTES
 
 CALLER = 1
 BOT = 2
@@ -38,7 +39,8 @@ MAX_TAPS = 64
 KEEPALIVE_S = 5.0
 """Quiet seconds between keepalive records (how soon a closed tab is noticed)."""
 MAX_PAYLOAD = 4096
-"""The largest frame copied: Twilio's are 160 bytes; anything bigger is not audio we understand."""
+"""The largest media payload copied: Twilio's are 160 bytes, the bridge's at most 10 frames (1,600); anything
+bigger is not audio we understand."""
 
 
 class ListenerLimit(Exception):
@@ -124,24 +126,26 @@ class CallTap(QuietObserver):
         self.listeners.clear()
 
     def _copy(self, text: str, side: int) -> None:
-        """A media frame's payload (or the bot's ``clear``) to every listener; anything else is ignored."""
+        """A media message's audio, 20 ms frame by 20 ms frame (the bridge joins the bot's), or the bot's
+        ``clear``, to every listener; anything else is ignored."""
         try:
             message = json.loads(text)
             event = message.get("event")
             if event == "clear" and side == BOT:
-                item = record(CLEAR)
+                items = [record(CLEAR)]
             elif event == "media":
                 payload = base64.b64decode(message["media"]["payload"], validate=True)
                 if not payload or len(payload) > MAX_PAYLOAD:
                     return
-                item = record(side, payload)
+                items = [record(side, payload[at : at + FRAME_BYTES]) for at in range(0, len(payload), FRAME_BYTES)]
             else:
                 return
         except (ValueError, KeyError, TypeError, AttributeError, binascii.Error):
             return  # a malformed frame is the bridge's business, not the listener's
-        self.frames[side] += 1
+        self.frames[side] += len(items)
         for listener in self.listeners:
-            listener.put(item)
+            for item in items:
+                listener.put(item)
 
 
 class ListenTaps:

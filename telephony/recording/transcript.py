@@ -32,6 +32,7 @@ from telephony.call_outcome import from_records
 from telephony.codec import FRAME_SECONDS, TWILIO_RATE
 from telephony.recording.call_audio import CallAudio
 from telephony.recording.timeline import Timeline
+from telephony.twilio.media_streams import media_frames
 
 TRANSCRIPT_FILE = "transcript.json"
 JOIN_SPEECH_S = 1.0
@@ -84,11 +85,10 @@ class TranscriptBuilder:
         elif kind == "note":
             self._on_note(at, str(record.get("note", "")), str(record.get("detail", "")))
         elif kind == "twilio_out":
-            message = record.get("message")
-            is_media = isinstance(message, dict) and message.get("event") == "media"
-            turn = self._current if is_media else None
+            frames = media_frames(record.get("message"))
+            turn = self._current if frames else None
             if turn is not None:
-                turn.sent_frames += 1
+                turn.sent_frames += frames
                 turn.first_sent = at if turn.first_sent is None else turn.first_sent
             self.audio.add(record, turn.tag if turn is not None else None)
         elif kind == "twilio_in":

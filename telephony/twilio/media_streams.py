@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from telephony.call_info import CallInfo
+from telephony.codec import FRAME_BYTES
 from telephony.twilio.parameters import public_only
 
 MAX_MESSAGE_BYTES = 64 * 1024
@@ -131,9 +132,31 @@ def parse_message(text: str | bytes, max_bytes: int = MAX_MESSAGE_BYTES) -> Twil
 
 
 def media_message(stream_sid: str, payload: bytes) -> str:
-    """An outbound ``media`` message: raw μ-law 8 kHz, whole 160-byte frames, no other fields."""
+    """An outbound ``media`` message: raw μ-law 8 kHz, one or more whole 160-byte frames, no other fields."""
     encoded = base64.b64encode(payload).decode("ascii")
     return f'{{"event":"media","streamSid":{json.dumps(stream_sid)},"media":{{"payload":"{encoded}"}}}}'
+
+
+def media_frames(message: Any) -> int:
+    """How many 20 ms frames a parsed outbound ``media`` message carries (0 for anything else).
+
+    The bridge joins frames queued back to back into one message, so whoever counts audio counts this,
+    not messages. Read from the base64 length, without decoding.
+    """
+    if not isinstance(message, dict) or message.get("event") != "media":
+        return 0
+    media = message.get("media")
+    payload = media.get("payload") if isinstance(media, dict) else None
+    if not isinstance(payload, str):
+        return 0
+    size = len(payload) // 4 * 3 - (len(payload) - len(payload.rstrip("=")))
+    return max(size, 0) // FRAME_BYTES
+
+
+def frames_of(message: Any) -> list[bytes]:
+    """A parsed ``media`` message's audio, 160-byte frame by frame (a short tail as its own last piece)."""
+    audio = base64.b64decode(message["media"]["payload"])
+    return [audio[offset : offset + FRAME_BYTES] for offset in range(0, len(audio), FRAME_BYTES)]
 
 
 def mark_message(stream_sid: str, name: str) -> str:

@@ -7,9 +7,11 @@ import logging
 
 import pytest
 import strands.bidi.models.bedrock as strands_bedrock
+from smithy_aws_core.aio.protocols import RestJsonClientProtocol
 
 from agent.nova.crt_loop import shared_event_loop
 from agent.nova.endpoint import BedrockEndpoint, default_url
+from agent.nova.event_stream import AudioEventProtocol
 from agent.nova.sdk_seam import ModelStart, StartConfig, install, starting
 from agent.nova.stream_repair import SendsInFlight, end_orphan_writers
 
@@ -31,6 +33,7 @@ async def test_a_start_inside_the_seam_gets_its_endpoint_the_shared_loop_and_a_w
     assert type(config.transport) is type(strands_transport) and config.transport is not strands_transport
     assert config.transport._eventloop is shared_event_loop(1)
     assert "_await_response" in vars(config.transport)  # wrapped, so stop() can end a writer left behind
+    assert type(config.protocol) is AudioEventProtocol  # audio events take the direct path
 
 
 async def test_a_start_outside_the_seam_is_strands_own() -> None:
@@ -39,6 +42,7 @@ async def test_a_start_outside_the_seam_is_strands_own() -> None:
     config = await resolve(strands_transport)
     assert config.endpoint_uri == default_url("eu-north-1")
     assert config.transport is strands_transport and "_await_response" not in vars(strands_transport)
+    assert type(config.protocol) is RestJsonClientProtocol
 
 
 async def test_stop_waits_for_a_send_under_way_but_not_for_ever() -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from telephony.bridge.ending import load_apology
+from telephony.bridge.playback import MAX_FRAMES_PER_MESSAGE
 from telephony.codec import pcm16_to_ulaw, ulaw_to_pcm16
 
 from ..audio import dominant_hz, frame_hz, pcm, rms_dbfs
@@ -42,19 +43,21 @@ ALLOWED_KEYS = {
 # --- the protocol we send ---------------------------------------------------------------------------
 
 
-async def test_bot_audio_goes_out_as_20ms_frames_with_the_stream_sid() -> None:
+async def test_bot_audio_goes_out_as_whole_20ms_frames_joined_with_the_stream_sid() -> None:
     async with harness([Say("hello", 1.0, tone_hz=1000)]) as h:
         async with h.caller() as call:
             await call.connect()
             await call.silence(1.5)
             await call.stop()
-    media = call.events("media")
-    assert 49 <= len(media) <= 52  # 1.0 s of audio plus the resampler's tail, padded to whole frames
+    frames = call.media_payloads()
+    assert 49 <= len(frames) <= 52  # 1.0 s of audio plus the resampler's tail, padded to whole frames
     for item in call.received:
         message = item.message
         assert set(message) == ALLOWED_KEYS[message["event"]], message
         assert message["streamSid"] == call.stream_sid
-    assert all(len(payload) == 160 for payload in call.media_payloads())
+    sizes = [len(base64.b64decode(item.message["media"]["payload"])) for item in call.events("media")]
+    assert all(size % 160 == 0 and 160 <= size <= 160 * MAX_FRAMES_PER_MESSAGE for size in sizes), sizes
+    assert len(sizes) < len(frames)  # frames queued back to back left together
     marks = [item.message["mark"]["name"] for item in call.events("mark")]
     assert marks and marks[-1].startswith("end-")
     assert marks[-1] in call.echoed  # the end-of-utterance mark came back: the caller heard it all

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 
-from telephony.bridge.playback import MarkState, Playback
+from telephony.bridge.playback import MAX_FRAMES_PER_MESSAGE, MarkState, Playback
+
+
+def frames(message: dict) -> int:
+    return len(base64.b64decode(message["media"]["payload"])) // 160
 
 
 async def drain(playback: Playback) -> list[dict]:
@@ -24,8 +29,9 @@ async def test_frames_and_progress_marks() -> None:
     end = playback.end_utterance("u1")
     messages = await drain(playback)
     kinds = [message["event"] for message in messages]
-    assert kinds.count("media") == 12
-    assert kinds.count("mark") == 3  # every 5 frames, then the end mark
+    assert kinds == ["media", "mark", "media", "mark", "media", "mark"]  # 5 frames joined, a mark, ..., the end
+    assert [frames(message) for message in messages if message["event"] == "media"] == [5, 5, 2]
+    assert playback.frames_sent == 12
     assert messages[-1]["mark"]["name"] == end
     assert not playback.idle and playback.pending_marks == 3
     for message in messages:
@@ -58,6 +64,22 @@ async def test_interrupt_flags_marks_cleared_before_their_echo() -> None:
     assert playback.idle
 
 
+async def test_frames_join_up_to_the_limit_in_order() -> None:
+    playback = Playback("MZ1", mark_interval_s=10.0)
+    audio = bytes(range(160)) * (MAX_FRAMES_PER_MESSAGE + 3)
+    playback.play(audio)
+    first, second = await playback.next_message(), await playback.next_message()
+    assert (first.frames, second.frames) == (MAX_FRAMES_PER_MESSAGE, 3)
+    payloads = [base64.b64decode(json.loads(each.text)["media"]["payload"]) for each in (first, second)]
+    assert b"".join(payloads) == audio and playback.frames_sent == MAX_FRAMES_PER_MESSAGE + 3
+
+
+async def test_paced_playback_sends_one_frame_a_message() -> None:
+    playback = Playback("MZ1", pace_lead_s=1.0)
+    playback.play(b"\x01" * 160 * 4)
+    assert [(await playback.next_message()).frames for _ in range(4)] == [1, 1, 1, 1]
+
+
 async def test_queue_is_bounded() -> None:
     playback = Playback("MZ1", max_queued_frames=10)
     assert playback.play(b"\x00" * 160 * 15) == 10
@@ -67,8 +89,11 @@ async def test_queue_is_bounded() -> None:
 async def test_latency_stamps_ride_on_the_first_frame_and_the_clear() -> None:
     playback = Playback("MZ1")
     playback.play(b"\x01" * 160 * 3, utterance="u1", stamps=(("audio_to_frame", 1.0),))
-    first, second = await playback.next_message(), await playback.next_message()
-    assert first.stamps == (("audio_to_frame", 1.0),) and second.stamps == ()
+    playback.play(b"\x02" * 160 * 2, utterance="u1", stamps=(("audio_to_frame", 1.5),))
+    joined = await playback.next_message()  # both chunks, one message: each stamp ends when it is written
+    assert joined.frames == 5 and joined.stamps == (("audio_to_frame", 1.0), ("audio_to_frame", 1.5))
+    playback.play(b"\x01" * 160 * 2, utterance="u1")
+    assert (await playback.next_message()).stamps == ()
     playback.interrupt(stamps=(("barge_in_to_clear", 2.0),))
     clear = await playback.next_message()
     assert json.loads(clear.text)["event"] == "clear" and clear.stamps == (("barge_in_to_clear", 2.0),)

@@ -18,12 +18,13 @@ class _Call:
         self.voiced_at: float | None = None
         self.bot_heard = False
 
-    def chunks(self, window_s: float = 2.0) -> SpeechChunks:
+    def chunks(self, window_s: float = 2.0, bot_window_s: float | None = None) -> SpeechChunks:
         return SpeechChunks(
             quiet_bytes=3 * FRAME,
             speaking_bytes=2 * FRAME,
             silence_bytes=10 * FRAME,
             window_s=window_s,
+            bot_window_s=bot_window_s,
             bot_speaking=lambda: self.bot_heard,
             last_voiced_at=lambda: self.voiced_at,
             clock=lambda: self.now,
@@ -82,6 +83,36 @@ async def test_a_barge_in_is_as_fast_as_before() -> None:
     assert await _sizes_of(buffer, chunks, [False] * 13, call) == [10]  # the caller is silent: large, bot or not
     assert await _sizes_of(buffer, chunks, [True], call) == [4]
     assert await _sizes_of(buffer, chunks, [True] * 6, call) == [2, 2, 2]
+
+
+async def test_while_the_bot_answers_a_listening_caller_costs_large_chunks_and_a_barge_in_still_flushes() -> None:
+    call = _Call()
+    buffer, chunks = InboundBuffer(max_audio_bytes=100_000), call.chunks(window_s=2.0, bot_window_s=0.3)
+    assert await _sizes_of(buffer, chunks, [True] * 6, call) == [1] + [3] * 1  # the caller asks (+2 frames queued)
+    call.bot_heard = True  # the model answers: it has end-pointed the question
+    sizes = await _sizes_of(buffer, chunks, [False] * 45, call)
+    small = [size for size in sizes if size < 10]
+    assert sizes == [*small, 10, 10, 10]  # small sends through the 0.3 s hangover only, then large ones
+    assert sum(small) == 2 + 15  # what was queued, and the hangover's 15 frames
+    assert not chunks.around_speech
+    queued = buffer.audio_bytes // FRAME
+    assert await _sizes_of(buffer, chunks, [True], call) == [queued + 1]  # the barge-in's onset: everything, now
+    assert chunks.onset_flush
+    assert await _sizes_of(buffer, chunks, [True] * 4, call) == [2, 2]  # then the small barge-in chunks
+
+
+async def test_speech_the_bot_answered_brings_no_small_chunks_back_when_it_stops_but_new_speech_does() -> None:
+    call = _Call()
+    buffer, chunks = InboundBuffer(max_audio_bytes=100_000), call.chunks(window_s=2.0, bot_window_s=0.3)
+    await _sizes_of(buffer, chunks, [True] * 5, call)
+    call.bot_heard = True
+    await _sizes_of(buffer, chunks, [False] * 20, call)  # 0.4 s of answer
+    call.bot_heard = False  # the answer has played; the question was 0.4 s ago, inside the 2 s window
+    assert await _sizes_of(buffer, chunks, [False] * 20, call) == [10, 10]  # still large: it was answered
+    assert not chunks.onset_flush and not chunks.around_speech
+    queued = buffer.audio_bytes // FRAME
+    assert (await _sizes_of(buffer, chunks, [True] + [False] * 20, call))[0] == queued + 1  # a new question: flushed
+    assert chunks.around_speech  # and its end-pointing window is the full one (small sends)
 
 
 async def test_a_pause_inside_the_window_is_no_new_onset() -> None:

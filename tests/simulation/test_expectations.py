@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -130,7 +131,11 @@ def media(t: float, stamp: int) -> dict[str, Any]:
 
 
 def out(t: float, event: str) -> dict[str, Any]:
-    return {"t": t, "kind": "twilio_out", "message": {"event": event}}
+    """A message to Twilio; a media one carries one 20 ms frame."""
+    message: dict[str, Any] = {"event": event}
+    if event == "media":
+        message["media"] = {"payload": base64.b64encode(b"\xff" * 160).decode()}
+    return {"t": t, "kind": "twilio_out", "message": message}
 
 
 async def test_barge_in_is_timed_from_the_callers_first_frame_to_the_clear(tmp_path: Path) -> None:

@@ -138,7 +138,7 @@ def test_a_changed_bridge_is_reported_at_the_first_differing_message() -> None:
     late_clear = sent[:clear] + sent[clear + 1 : clear + 3] + [sent[clear]] + sent[clear + 3 :]
     comparison = compare_outbound(sent, late_clear)
     assert not comparison.matches and comparison.first_difference == clear
-    assert comparison.describe().startswith(f"bridge output DIFFERS from the recording at message {clear + 1}: ")
+    assert comparison.describe().startswith(f"bridge output DIFFERS from the recording at step {clear + 1}: ")
     renamed = [
         dict(m, mark={"name": "end-999"}) if m["event"] == "mark" and m["mark"]["name"].startswith("end-") else m
         for m in sent

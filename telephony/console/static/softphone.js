@@ -166,8 +166,8 @@ class Call {
     }
     const port = this.audio.playback.port;
     if (message.event === 'media') {
-      stats.framesReceived += 1;
       const ulaw = b64decode(message.media.payload);
+      stats.framesReceived += Math.floor(ulaw.length / 160); // a message may carry several 20 ms frames
       port.postMessage({ ulaw }, [ulaw.buffer]);
     } else if (message.event === 'mark') {
       stats.marksReceived += 1;

@@ -30,6 +30,7 @@ from twilio.request_validator import RequestValidator
 from telephony.bridge.observer import CallObserver
 from telephony.codec import FRAME_BYTES, FRAME_SECONDS
 from telephony.simulation.caller.line_conditions import ImpairedLine
+from telephony.twilio.media_streams import frames_of
 from telephony.twilio.security import public_url_for
 
 ULAW_SILENCE = b"\xff" * FRAME_BYTES
@@ -369,8 +370,9 @@ class SimulatedCaller:
 
     def _on_message(self, message: dict[str, Any]) -> None:
         event = message.get("event")
-        if event == "media":
-            self._queue.add("frame", base64.b64decode(message["media"]["payload"]))
+        if event == "media":  # one message may carry several frames: Twilio plays each in turn
+            for frame in frames_of(message):
+                self._queue.add("frame", frame)
         elif event == "mark":
             self._queue.add("mark", message["mark"]["name"])
         elif event == "clear":
@@ -428,7 +430,8 @@ class SimulatedCaller:
         return [item for item in self.received if item.message.get("event") == kind]
 
     def media_payloads(self) -> list[bytes]:
-        return [base64.b64decode(item.message["media"]["payload"]) for item in self.events("media")]
+        """The bot's audio as received, frame by frame (160 bytes each, however the messages joined them)."""
+        return [frame for item in self.events("media") for frame in frames_of(item.message)]
 
     async def wait_closed(self, timeout: float = 10.0) -> None:
         await asyncio.wait_for(self.closed.wait(), timeout)

@@ -1,10 +1,14 @@
-"""Did the bridge send the same thing? Its messages to Twilio, recorded vs replayed, compared in order."""
+"""Did the bridge send the same thing? What it sent Twilio, recorded vs replayed, compared in order, frame by frame."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from telephony.twilio.media_streams import frames_of
 
 _MARK_SUFFIX = re.compile(r"-\d+$")
 
@@ -42,7 +46,15 @@ class OutboundComparison:
             return f"bridge output matches the recording ({counts})"
         old = _describe(self.recorded, index)
         new = _describe(self.replayed, index)
-        return f"bridge output DIFFERS from the recording at message {index + 1}: recorded {old}, replayed {new}"
+        return f"bridge output DIFFERS from the recording at step {index + 1}: recorded {old}, replayed {new}"
+
+
+def _frames(message: dict[str, Any]) -> list[str]:
+    """A media message's frames, each as base64 (the payload as it is where it is not base64)."""
+    try:
+        return [base64.b64encode(frame).decode("ascii") for frame in frames_of(message)] or [""]
+    except (binascii.Error, KeyError, TypeError, AttributeError):
+        return [str((message.get("media") or {}).get("payload", ""))]
 
 
 def _plural(count: int, noun: str) -> str:
@@ -58,13 +70,13 @@ def _describe(shape: list[tuple[str, str]], index: int) -> str:
 
 
 def outbound_shape(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """Each message to Twilio as (event, what matters): a frame's audio, a mark's label, nothing for clear."""
-    shape = []
+    """What went to Twilio as (event, what matters): each 20 ms frame's audio (a message may carry several:
+    how frames are joined depends on timing, the frames do not), a mark's label, nothing for clear."""
+    shape: list[tuple[str, str]] = []
     for message in messages:
         event = str(message.get("event"))
         if event == "media":
-            payload = (message.get("media") or {}).get("payload", "")
-            shape.append((event, str(payload)))
+            shape.extend((event, frame) for frame in _frames(message))
         elif event == "mark":
             shape.append((event, _MARK_SUFFIX.sub("", str((message.get("mark") or {}).get("name", "")))))
         else:

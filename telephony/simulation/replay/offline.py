@@ -18,6 +18,7 @@ from telephony.config import Settings
 from telephony.recording.format import Recording
 from telephony.simulation.caller.script import CallerScript, Linger, play
 from telephony.simulation.caller.simulated_caller import SimulatedCaller
+from telephony.twilio.media_streams import media_frames
 
 if TYPE_CHECKING:
     from strands.bidi import BidiAgent
@@ -67,7 +68,8 @@ async def play_against_replay(
     sent = sent_before_hang_up(recording)
 
     def caught_up() -> bool:
-        return replay_model.audio_seconds >= heard - 1e-5 and len(caller.received) >= sent
+        received = sum(_steps(item.message) for item in caller.received)
+        return replay_model.audio_seconds >= heard - 1e-5 and received >= sent
 
     async def wait_until_caught_up() -> None:
         try:
@@ -80,14 +82,20 @@ async def play_against_replay(
 
 
 def sent_before_hang_up(recording: Recording) -> int:
-    """How many messages the bridge had sent when the caller's ``stop`` arrived (all of them if none did)."""
+    """How much the bridge had sent when the caller's ``stop`` arrived (all of it if none did), in :func:`_steps`."""
     sent = 0
     for record in recording.records:
         message = record.get("message")
         if record.get("kind") == "twilio_in" and isinstance(message, dict) and message.get("event") == "stop":
             break
-        sent += record.get("kind") == "twilio_out"
+        if record.get("kind") == "twilio_out":
+            sent += _steps(message)
     return sent
+
+
+def _steps(message: Any) -> int:
+    """A message to Twilio counted so that joining frames changes nothing: its frames, or 1 (a mark, a clear)."""
+    return media_frames(message) or 1
 
 
 def offline_settings(settings: Settings, recording: Recording, record: Path | None = None) -> Settings:

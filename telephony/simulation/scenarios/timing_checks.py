@@ -11,6 +11,7 @@ from typing import Any
 from telephony.simulation.scenarios.outcome import CallOutcome, Finding
 from telephony.simulation.scenarios.scenario import Expectations
 from telephony.simulation.scenarios.scenario_caller import StepLog
+from telephony.twilio.media_streams import media_frames
 
 
 def barge_ins(outcome: CallOutcome) -> list[tuple[StepLog, float | None, float | None, int]]:
@@ -74,9 +75,8 @@ def _stale_frames(records: list[dict[str, Any]], cleared: float) -> int:
             and event.get("type") in ("bidi_response_start", "bidi_audio_start")
         ):
             break
-        message = record.get("message")
-        if record.get("kind") == "twilio_out" and isinstance(message, dict) and message.get("event") == "media":
-            stale += 1
+        if record.get("kind") == "twilio_out":
+            stale += media_frames(record.get("message"))
     return stale
 
 
