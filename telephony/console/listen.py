@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 
 from telephony.bridge.observer import QuietObserver
 from telephony.call_info import CallInfo
-from telephony.codec import FRAME_BYTES
+from telephony.twilio.media_streams import split_frames
 
 CALLER = 1
 BOT = 2
@@ -137,7 +137,7 @@ class CallTap(QuietObserver):
                 payload = base64.b64decode(message["media"]["payload"], validate=True)
                 if not payload or len(payload) > MAX_PAYLOAD:
                     return
-                items = [record(side, payload[at : at + FRAME_BYTES]) for at in range(0, len(payload), FRAME_BYTES)]
+                items = [record(side, frame) for frame in split_frames(payload)]
             else:
                 return
         except (ValueError, KeyError, TypeError, AttributeError, binascii.Error):

@@ -154,8 +154,12 @@ def media_frames(message: Any) -> int:
 
 
 def frames_of(message: Any) -> list[bytes]:
-    """A parsed ``media`` message's audio, 160-byte frame by frame (a short tail as its own last piece)."""
-    audio = base64.b64decode(message["media"]["payload"])
+    """A parsed ``media`` message's audio, 160-byte frame by frame (see :func:`split_frames`)."""
+    return split_frames(base64.b64decode(message["media"]["payload"]))
+
+
+def split_frames(audio: bytes) -> list[bytes]:
+    """μ-law audio as 160-byte (20 ms) frames, a short tail as its own last piece."""
     return [audio[offset : offset + FRAME_BYTES] for offset in range(0, len(audio), FRAME_BYTES)]
 
 
