@@ -84,12 +84,14 @@ class Variant:
 
 def variant(name: str, baseline: Path | None) -> Variant:
     """``fake``, ``nova-<quiet ms>[/<speaking ms>[/<silence ms>[w<speech window ms>]]][-own-crt]``, ``base-nova``
-    and ``base-fake`` (the --baseline tree, as it is), or
-    ``nova``, ``openai``, ``gemini``: that model's real client with the product's default settings."""
+    and ``base-fake`` (the --baseline tree, as it is), ``nova-out<rate>`` (Nova speaking at 8000, 16000 or
+    24000 Hz), or ``nova``, ``openai``, ``gemini``: that model's real client with the product's default settings."""
     if name == "fake":
         return Variant(name, FAKE_AGENT)
     if name in LOCAL_MODELS:
         return Variant(name, NOVA_AGENT, model=name)
+    if (rate := re.fullmatch(r"nova-out(8000|16000|24000)", name)) is not None:  # Nova speaking at another rate
+        return Variant(name, NOVA_AGENT, {"VOICEBOT_NOVA_OUTPUT_RATE": rate.group(1)}, model="nova")
     if name in ("base-nova", "base-fake"):
         if baseline is None:
             raise SystemExit(f"{name} needs --baseline DIR (a source tree to compare with)")
@@ -382,8 +384,6 @@ def merge_latency(parts: list[dict[str, dict[str, float]]]) -> dict[str, dict[st
 # --- report ----------------------------------------------------------------------------------------------
 
 
-MEASURES = ("frame_to_send", "caller_audio_to_model", "speech_audio_to_model", "audio_to_frame", "barge_in_to_clear",
-            "turn")  # fmt: skip
 MEASURES = ("frame_to_send", "caller_audio_to_model", "speech_audio_to_model", "audio_to_frame", "barge_in_to_clear",
             "turn")  # fmt: skip
 HEADER = (

@@ -2,6 +2,9 @@
 
 - signing and framing one ``audioInput`` event: the SDK's ``AsyncEventSigner`` + the publisher's ``encode()``
   against ``agent.nova.event_signer.CachingEventSigner`` (same bytes; the tests check that);
+- reading one ``audioOutput`` event from the response body: the SDK's ``AWSEventReceiver`` over its
+  ``AsyncBytesReader`` against ``agent.nova.event_stream.ChunkReceiver`` over ``ChunkReader`` (same objects;
+  the tests check that);
 - strands' ``_log_event_type`` on one ``audioOutput`` event with DEBUG off: strands' own against ours;
 - building the CRT client of one connection: strands' ``_BedrockAWSCRTHTTPClient()`` (a new TLS context) against
   ``agent.nova.sdk_seam.StartClient`` inside a start (the shared loop and TLS context).
@@ -26,12 +29,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import strands.bidi.models.bedrock as strands_bedrock
+from aws_sdk_bedrock_runtime.models import _InvokeModelWithBidirectionalStreamOutputDeserializer
 from aws_sdk_signers import AsyncEventSigner
 from smithy_aws_core.identity import AWSCredentialsIdentity
+from smithy_aws_event_stream.aio import AWSEventReceiver
 from smithy_aws_event_stream.events import EventHeaderEncoder, EventMessage
+from smithy_core.aio.types import AsyncBytesReader
 
 from agent.nova.endpoint import BedrockEndpoint
 from agent.nova.event_signer import CachingEventSigner
+from agent.nova.event_stream import ChunkReader, ChunkReceiver, bedrock_protocol
 from agent.nova.model import NovaSonicModel
 from agent.nova.sdk_seam import ModelStart, StartClient, install, starting
 
@@ -80,6 +87,39 @@ def signing(ms: int, repeat: int) -> tuple[float, float]:
     return figures
 
 
+def output_event(ms: int) -> bytes:
+    """An ``audioOutput`` event as Nova sends it: ``ms`` of 16 kHz PCM16, base64 in JSON, base64 again, framed."""
+    pcm = base64.b64encode(b"\x01\x02" * (16 * ms)).decode()
+    body = json.dumps({"event": {"audioOutput": {"contentId": "c" * 36, "content": pcm}}})
+    payload = json.dumps({"bytes": base64.b64encode(body.encode()).decode()}).encode()
+    headers = {":message-type": "event", ":event-type": "chunk", ":content-type": "application/json"}
+    return EventMessage(headers=headers, payload=payload).encode()
+
+
+def receiving(ms: int, repeat: int) -> tuple[float, float]:
+    """CPU per event reading ``repeat`` events from a body delivered in 16 KiB pieces (HTTP/2 DATA frames)."""
+    body = output_event(ms) * repeat
+    pieces = [body[at : at + 16384] for at in range(0, len(body), 16384)]
+    codec = bedrock_protocol().payload_codec
+    deserializer = _InvokeModelWithBidirectionalStreamOutputDeserializer().deserialize
+
+    async def chunks() -> Any:
+        for piece in pieces:
+            yield piece
+
+    def read_all(receiver_class: type, reader_class: type) -> float:
+        async def read() -> None:
+            receiver = receiver_class(payload_codec=codec, source=reader_class(chunks()), deserializer=deserializer)
+            while await receiver.receive() is not None:
+                pass
+
+        started = time.process_time()
+        asyncio.run(read())
+        return (time.process_time() - started) / repeat * 1e6
+
+    return read_all(AWSEventReceiver, AsyncBytesReader), read_all(ChunkReceiver, ChunkReader)
+
+
 def logging_cost(repeat: int) -> tuple[float, float]:
     event = {"audioOutput": {"content": base64.b64encode(b"\x00" * 4800).decode(), "contentId": "x"}}
     strands_model = strands_bedrock.BedrockNovaSonicModel.__new__(strands_bedrock.BedrockNovaSonicModel)
@@ -110,6 +150,9 @@ def main() -> None:
     for ms in (20, 60, 200):
         sdk, ours = signing(ms, args.events)
         print(f"| sign + frame one {ms} ms audioInput | {sdk:.1f} µs | {ours:.1f} µs | {sdk - ours:.1f} µs |")
+    for ms in (40, 100):
+        sdk, ours = receiving(ms, args.events)
+        print(f"| read one {ms} ms audioOutput | {sdk:.1f} µs | {ours:.1f} µs | {sdk - ours:.1f} µs |")
     strands_log, our_log = logging_cost(args.events)
     print(f"| strands' event log, one 100 ms audioOutput, DEBUG off | {strands_log:.1f} µs | {our_log:.2f} µs | "
           f"{strands_log - our_log:.1f} µs |")  # fmt: skip

@@ -8,23 +8,30 @@ a call's processor time:
   base64 text (about 23 µs for a 100 ms audio event); the message is three fixed headers and that JSON;
 - receiving, ``AsyncBytesReader.read`` runs two ``runtime_checkable`` protocol checks (``getattr_static`` on
   every protocol attribute) for each of the four reads of every event, and copies the unread rest of the chunk
-  at each; the schema-driven deserializer then resolves the union member through three more layers.
+  at each; ``Event.decode_async`` then parses the same three headers again for every event (a dataclass per
+  prelude and message, a decoder object, a call per header field) and the schema-driven deserializer resolves
+  the union member through three more layers.
 
 :class:`AudioEventProtocol` is the SDK's ``RestJsonClientProtocol`` (``agent.nova.sdk_seam`` puts it into the
 config strands resolves) whose publisher and receiver take a direct path for chunk events and hand anything
 else (exceptions, errors, other shapes) to the SDK's own code. Tests check that both paths give the same
-messages, bytes and objects as the SDK's serializer, reader and deserializer.
+messages, bytes, objects and errors as the SDK's serializer, reader, decoder and deserializer.
 
 Upstream: ``AsyncBytesReader`` could check its source's type once, at construction, and buffer with a
-``bytearray``; the event serializer could write a blob member's base64 without escaping it.
+``bytearray``; the event serializer could write a blob member's base64 without escaping it; the event decoder
+could read a message in one read (its prelude gives the length) and keep the decoded headers of a header block
+it has seen.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import io
 import json
-from collections.abc import AsyncIterable, AsyncIterator
+import struct
+import zlib
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from typing import Any
 
 from aws_sdk_bedrock_runtime._private.schemas import AMAZON_BEDROCK_FRONTEND_SERVICE
@@ -38,8 +45,8 @@ from aws_sdk_bedrock_runtime.models import (
 )
 from smithy_aws_core.aio.protocols import RestJsonClientProtocol
 from smithy_aws_event_stream._private.deserializers import EventDeserializer
-from smithy_aws_event_stream.aio import AWSEventPublisher, AWSEventReceiver, SigningConfig
-from smithy_aws_event_stream.events import Event, EventMessage
+from smithy_aws_event_stream.aio import AWSEventPublisher, AWSEventReceiver
+from smithy_aws_event_stream.events import MAX_HEADERS_LENGTH, MAX_PAYLOAD_LENGTH, Event, EventMessage
 from smithy_aws_event_stream.exceptions import EventError
 from smithy_core.aio.utils import close
 
@@ -48,6 +55,13 @@ __all__ = ["AudioEventProtocol", "ChunkPublisher", "ChunkReader", "ChunkReceiver
 _CHUNK_HEADERS = {":message-type": "event", ":event-type": "chunk", ":content-type": "application/json"}
 """The headers the SDK's serializer gives every input chunk, in its order."""
 _OPEN, _CLOSE = b'{"bytes":"', b'"}'
+_PRELUDE_BYTES = 12
+"""Total length, headers length, prelude CRC: each a big-endian uint32."""
+_MESSAGE_OVERHEAD = 16
+"""The prelude and the message CRC after the payload."""
+_LONGEST_MESSAGE = _MESSAGE_OVERHEAD + MAX_HEADERS_LENGTH + MAX_PAYLOAD_LENGTH
+_KNOWN_HEADER_BLOCKS = 8
+"""Header blocks a receiver remembers decoded (a stream's chunk events all carry the same one)."""
 
 
 def chunk_message(event: InvokeModelWithBidirectionalStreamInputChunk) -> EventMessage | None:
@@ -62,11 +76,20 @@ def chunk_message(event: InvokeModelWithBidirectionalStreamInputChunk) -> EventM
 
 def output_chunk(message: EventMessage) -> InvokeModelWithBidirectionalStreamOutputChunk | None:
     """The SDK's deserialization of an output chunk, or None where ``message`` is anything else."""
-    headers = message.headers
-    if headers.get(":message-type") != "event" or headers.get(":event-type") != "chunk":
+    if not is_chunk_event(message.headers):
         return None
+    return _chunk_of(message.payload)
+
+
+def is_chunk_event(headers: Mapping[str, Any]) -> bool:
+    """Whether a message with these headers is a ``chunk`` event (its payload decides the rest)."""
+    return headers.get(":message-type") == "event" and headers.get(":event-type") == "chunk"
+
+
+def _chunk_of(payload: bytes) -> InvokeModelWithBidirectionalStreamOutputChunk | None:
+    """The output chunk a chunk event's payload holds, or None where it is not the plain ``{"bytes": ...}``."""
     try:
-        document = json.loads(message.payload)
+        document = json.loads(payload)
     except ValueError:
         return None
     if type(document) is not dict or document.keys() != {"bytes"} or type(document["bytes"]) is not str:
@@ -90,12 +113,7 @@ class ChunkReader:
     async def read(self, size: int = -1) -> bytes:
         """Up to ``size`` bytes (all that is left for a negative size); fewer only at the end of the body."""
         buffer = self._buffer
-        while (size < 0 or len(buffer) < size) and not self._ended:
-            chunk = await anext(self._chunks, None)
-            if chunk is None:
-                self._ended = True
-            else:
-                buffer += chunk
+        await self._fill(size)
         if size < 0 or size >= len(buffer):
             data = bytes(buffer)
             buffer.clear()
@@ -103,6 +121,27 @@ class ChunkReader:
         data = bytes(buffer[:size])
         del buffer[:size]  # a bytearray drops its head in place, without moving the rest
         return data
+
+    async def read_message(self) -> bytes:
+        """The next event-stream message's bytes, in one read: as long as its prelude says once its prelude CRC
+        holds (and the length is one the SDK would read), else just the prelude; fewer at the end of the body."""
+        await self._fill(_PRELUDE_BYTES)
+        size = _PRELUDE_BYTES
+        if len(self._buffer) >= _PRELUDE_BYTES:
+            total, _, prelude_crc = struct.unpack_from("!III", self._buffer)
+            if zlib.crc32(memoryview(self._buffer)[:8]) == prelude_crc and total <= _LONGEST_MESSAGE:
+                size = max(total, _PRELUDE_BYTES)
+        return await self.read(size)
+
+    async def _fill(self, size: int) -> None:
+        """Read body chunks until ``size`` bytes are buffered (all of them for a negative size) or the body ends."""
+        buffer = self._buffer
+        while (size < 0 or len(buffer) < size) and not self._ended:
+            chunk = await anext(self._chunks, None)
+            if chunk is None:
+                self._ended = True
+            else:
+                buffer += chunk
 
     async def close(self) -> None:
         self._ended = True
@@ -132,13 +171,29 @@ class ChunkPublisher(AWSEventPublisher[Any]):
 
 
 class ChunkReceiver(AWSEventReceiver[Any]):
-    """The SDK's receiver, reading a :class:`ChunkReader`; an output chunk is built directly."""
+    """The SDK's receiver, reading a :class:`ChunkReader` a message at a time. A chunk event whose header block
+    the SDK has decoded before (and whose CRCs hold) is built directly; every other message is the SDK's to
+    decode, from the same bytes, so it decodes or fails as it would have."""
+
+    def __init__(
+        self, payload_codec: Any, source: ChunkReader, deserializer: Callable[[Any], Any], is_client_mode: bool = True
+    ) -> None:
+        super().__init__(payload_codec, source, deserializer, is_client_mode)
+        self._reader = source
+        self._chunk_headers: set[bytes] = set()
+        """Header blocks the SDK decoded as a chunk event's: the same bytes decode the same way."""
 
     async def receive(self) -> Any:
         if self._closed:
             return None
         try:
-            event = await Event.decode_async(self._source)
+            message = await self._reader.read_message()
+            if not message:
+                return None  # the end of the body, between messages
+            chunk = self._known_chunk(message)
+            if chunk is not None:
+                return chunk
+            event = Event.decode(io.BytesIO(message))
         except Exception as e:
             await self.close()
             if not isinstance(e, EventError):
@@ -146,6 +201,8 @@ class ChunkReceiver(AWSEventReceiver[Any]):
             raise
         if event is None:
             return None
+        if is_chunk_event(event.message.headers) and len(self._chunk_headers) < _KNOWN_HEADER_BLOCKS:
+            self._chunk_headers.add(message[_PRELUDE_BYTES : _PRELUDE_BYTES + event.prelude.headers_length])
         chunk = output_chunk(event.message)
         if chunk is not None:
             return chunk
@@ -157,28 +214,37 @@ class ChunkReceiver(AWSEventReceiver[Any]):
             raise value
         return result
 
+    def _known_chunk(self, message: bytes) -> InvokeModelWithBidirectionalStreamOutputChunk | None:
+        """``message`` read directly, where it is a whole, intact chunk event with a header block seen before."""
+        if len(message) < _MESSAGE_OVERHEAD:
+            return None
+        total, headers_length, prelude_crc = struct.unpack_from("!III", message)
+        payload_at = _PRELUDE_BYTES + headers_length
+        payload_length = total - _MESSAGE_OVERHEAD - headers_length
+        if total != len(message) or not 0 <= payload_length <= MAX_PAYLOAD_LENGTH:
+            return None
+        view = memoryview(message)
+        if zlib.crc32(view[:8]) != prelude_crc or zlib.crc32(view[:-4]) != int.from_bytes(view[-4:]):
+            return None
+        if message[_PRELUDE_BYTES:payload_at] not in self._chunk_headers:
+            return None
+        return _chunk_of(message[payload_at:-4])
+
 
 class AudioEventProtocol(RestJsonClientProtocol):
     """Bedrock Runtime's protocol, whose bidirectional stream takes :class:`ChunkPublisher` and
     :class:`ChunkReceiver` (every other operation and stream: the SDK's)."""
 
     def create_event_publisher(self, **kwargs: Any) -> Any:  # type: ignore[override]
-        sdk = super().create_event_publisher(**kwargs)  # the SDK's checks and signing set-up
-        if kwargs.get("event_type") is not InvokeModelWithBidirectionalStreamInput:
+        sdk = super().create_event_publisher(**kwargs)  # the SDK's checks, writer and signing set-up
+        if (
+            kwargs.get("event_type") is not InvokeModelWithBidirectionalStreamInput
+            or type(sdk) is not AWSEventPublisher
+        ):
             return sdk
-        auth_scheme, context = kwargs.get("auth_scheme"), kwargs["context"]
-        signer = auth_scheme.event_signer(request=kwargs["request"]) if auth_scheme is not None else None
-        signing = None
-        if signer is not None:
-            assert auth_scheme is not None
-            signing = SigningConfig(
-                signer=signer,
-                signing_properties=auth_scheme.signer_properties(context=context),
-                identity_resolver=auth_scheme.identity_resolver(context=context),
-                identity_properties=auth_scheme.identity_properties(context=context),
-            )
+        # The same writer and signing the SDK's publisher holds (the attributes ChunkPublisher inherits).
         return ChunkPublisher(
-            payload_codec=self.payload_codec, async_writer=kwargs["request"].body, signing_config=signing
+            payload_codec=self.payload_codec, async_writer=sdk._writer, signing_config=sdk._signing_config
         )
 
     def create_event_receiver(self, **kwargs: Any) -> Any:  # type: ignore[override]

@@ -63,7 +63,8 @@ class ModelSettings:
     nova_output_rate: int = setting(
         "VOICEBOT_NOVA_OUTPUT_RATE",
         16000,
-        "Rate Nova Sonic speaks at (the bridge resamples any of them to the phone's 8 kHz).",
+        "Rate Nova Sonic speaks at (the bridge resamples any of them to the phone's 8 kHz; at 8000 Nova itself does, "
+        "and sends half the bytes: docs/benchmarks.md measures the cost).",
         rule=one_of(NOVA_RATES, "{variable}={value} is not a rate Nova Sonic speaks: use 8000, 16000 or 24000"),
     )
     system_prompt: str | None = setting(

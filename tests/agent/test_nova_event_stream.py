@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from smithy_aws_core.identity import AWSCredentialsIdentity
 from smithy_aws_event_stream._private.serializers import EventSerializer
 from smithy_aws_event_stream.aio import AWSEventPublisher, AWSEventReceiver, SigningConfig
-from smithy_aws_event_stream.events import EventMessage
+from smithy_aws_event_stream.events import Event, EventMessage
 from smithy_aws_event_stream.exceptions import UnmodeledEventError
 from smithy_core.aio.types import AsyncBytesReader
 
@@ -130,7 +130,11 @@ async def received(receiver: Any) -> list[Any]:
 
 
 def both_receivers(messages: list[EventMessage], sizes: list[int]) -> tuple[list[Any], list[Any]]:
-    data = b"".join(message.encode() for message in messages)
+    return both_reading(b"".join(message.encode() for message in messages), sizes)
+
+
+def both_reading(data: bytes, sizes: list[int]) -> tuple[list[Any], list[Any]]:
+    """What our receiver and the SDK's make of the same body, delivered cut at ``sizes``."""
 
     def read(receiver_class: type, reader_class: type) -> list[Any]:
         deserializer = _InvokeModelWithBidirectionalStreamOutputDeserializer().deserialize
@@ -170,6 +174,39 @@ def test_a_body_cut_short_is_the_sdks_failure() -> None:
         ours = asyncio.run(received(ChunkReceiver(CODEC, ChunkReader(chunks_of(data[:cut], [3])), lambda d: d)))
         sdk = asyncio.run(received(AWSEventReceiver(CODEC, AsyncBytesReader(chunks_of(data[:cut], [3])), lambda d: d)))
         assert ours == sdk and len(ours) == 1 and issubclass(ours[0][0], Exception), cut
+
+
+AUDIO = OUTPUTS[:3] * 2  # the same header block again: read directly from the second chunk event on
+"""Chunk events, each header block seen twice."""
+
+
+def test_a_chunk_event_with_a_header_block_seen_before_skips_the_sdks_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    decoded: list[bytes] = []
+    sdk_decode = Event.decode.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[Event], source: Any) -> Any:
+        decoded.append(source.getvalue())
+        return sdk_decode(cls, source)
+
+    monkeypatch.setattr(Event, "decode", classmethod(counting))
+    ours, sdk = both_receivers(AUDIO, [7, 1000, 3, 5000])
+    assert ours == sdk and len(ours) == len(AUDIO)
+    assert decoded == [AUDIO[0].encode()]  # the first event only: every later one has the same header block
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    at=st.integers(min_value=0),
+    flip=st.integers(min_value=1, max_value=255),
+    cut=st.integers(min_value=0),
+    sizes=st.lists(st.integers(min_value=1, max_value=700), max_size=8),
+)
+def test_damaged_bodies_are_read_as_the_sdk_reads_them(at: int, flip: int, cut: int, sizes: list[int]) -> None:
+    """One byte changed anywhere (a length, a CRC, a header, the payload), then the body cut short."""
+    data = bytearray(b"".join(message.encode() for message in AUDIO + OUTPUTS[3:]))
+    data[at % len(data)] ^= flip
+    ours, sdk = both_reading(bytes(data[: len(data) - cut % len(data)]), sizes)
+    assert ours == sdk
 
 
 @settings(max_examples=150, deadline=None)

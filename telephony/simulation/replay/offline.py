@@ -67,8 +67,13 @@ async def play_against_replay(
     heard = float(((recording.end or {}).get("input") or {}).get("audio_s", 0.0))
     sent = sent_before_hang_up(recording)
 
+    counted, received = 0, 0  # messages the caller has received that are counted, and their steps
+
     def caught_up() -> bool:
-        received = sum(_steps(item.message) for item in caller.received)
+        nonlocal counted, received
+        new = caller.received[counted:]  # polled often: count only what arrived since the last poll
+        counted += len(new)
+        received += sum(_steps(item.message) for item in new)
         return replay_model.audio_seconds >= heard - 1e-5 and received >= sent
 
     async def wait_until_caught_up() -> None:
