@@ -219,7 +219,7 @@ class Resampler:
         """
         if self._passthrough:
             self._delay_up, self._span, self._lookahead = 0, 1, 0
-            self._block_taps = np.ones((1, 1))
+            self._block_taps = self._row_taps = np.ones((1, 1))
             return
         low = min(self.from_rate, self.to_rate)
         prototype = _lowpass(self.from_rate * self._up, _PASS_FRACTION * low, _STOP_FRACTION * low, _STOPBAND_DB)

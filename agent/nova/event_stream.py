@@ -215,16 +215,18 @@ class ChunkReceiver(AWSEventReceiver[Any]):
         return result
 
     def _known_chunk(self, message: bytes) -> InvokeModelWithBidirectionalStreamOutputChunk | None:
-        """``message`` read directly, where it is a whole, intact chunk event with a header block seen before."""
+        """``message`` read directly, where it is a whole, intact chunk event with a header block seen before.
+
+        Whole means as long as its prelude says, which ``read_message`` reads only once the prelude's CRC holds."""
         if len(message) < _MESSAGE_OVERHEAD:
             return None
-        total, headers_length, prelude_crc = struct.unpack_from("!III", message)
+        total, headers_length = struct.unpack_from("!II", message)
         payload_at = _PRELUDE_BYTES + headers_length
         payload_length = total - _MESSAGE_OVERHEAD - headers_length
         if total != len(message) or not 0 <= payload_length <= MAX_PAYLOAD_LENGTH:
             return None
         view = memoryview(message)
-        if zlib.crc32(view[:8]) != prelude_crc or zlib.crc32(view[:-4]) != int.from_bytes(view[-4:]):
+        if zlib.crc32(view[:-4]) != int.from_bytes(view[-4:]):
             return None
         if message[_PRELUDE_BYTES:payload_at] not in self._chunk_headers:
             return None
