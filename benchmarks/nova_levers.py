@@ -56,15 +56,20 @@ def cpu_us(work: Callable[[], None], repeat: int) -> float:
     return (time.process_time() - started) / repeat * 1e6
 
 
-def audio_event(ms: int) -> EventMessage:
-    """An ``audioInput`` chunk as the SDK serializes it: ``ms`` of 16 kHz PCM16, base64 in JSON, base64 again."""
+def audio_chunk(kind: str, ms: int, **fields: str) -> EventMessage:
+    """A Nova ``kind`` audio chunk as it travels: ``ms`` of 16 kHz PCM16, base64 in JSON, base64 again."""
     pcm = base64.b64encode(b"\x01\x02" * (16 * ms)).decode()
-    body = json.dumps({"event": {"audioInput": {"promptName": "p" * 36, "contentName": "c" * 36, "content": pcm}}})
+    body = json.dumps({"event": {kind: {**fields, "content": pcm}}})
     payload = json.dumps({"bytes": base64.b64encode(body.encode()).decode()}).encode()
     return EventMessage(
         headers={":message-type": "event", ":event-type": "chunk", ":content-type": "application/json"},
         payload=payload,
     )
+
+
+def audio_event(ms: int) -> EventMessage:
+    """An ``audioInput`` chunk as the SDK serializes it."""
+    return audio_chunk("audioInput", ms, promptName="p" * 36, contentName="c" * 36)
 
 
 def signing(ms: int, repeat: int) -> tuple[float, float]:
@@ -88,12 +93,8 @@ def signing(ms: int, repeat: int) -> tuple[float, float]:
 
 
 def output_event(ms: int) -> bytes:
-    """An ``audioOutput`` event as Nova sends it: ``ms`` of 16 kHz PCM16, base64 in JSON, base64 again, framed."""
-    pcm = base64.b64encode(b"\x01\x02" * (16 * ms)).decode()
-    body = json.dumps({"event": {"audioOutput": {"contentId": "c" * 36, "content": pcm}}})
-    payload = json.dumps({"bytes": base64.b64encode(body.encode()).decode()}).encode()
-    headers = {":message-type": "event", ":event-type": "chunk", ":content-type": "application/json"}
-    return EventMessage(headers=headers, payload=payload).encode()
+    """An ``audioOutput`` event as Nova sends it, framed."""
+    return audio_chunk("audioOutput", ms, contentId="c" * 36).encode()
 
 
 def receiving(ms: int, repeat: int) -> tuple[float, float]:

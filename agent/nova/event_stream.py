@@ -32,7 +32,7 @@ import json
 import struct
 import zlib
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from aws_sdk_bedrock_runtime._private.schemas import AMAZON_BEDROCK_FRONTEND_SERVICE
 from aws_sdk_bedrock_runtime.models import (
@@ -179,7 +179,6 @@ class ChunkReceiver(AWSEventReceiver[Any]):
         self, payload_codec: Any, source: ChunkReader, deserializer: Callable[[Any], Any], is_client_mode: bool = True
     ) -> None:
         super().__init__(payload_codec, source, deserializer, is_client_mode)
-        self._reader = source
         self._chunk_headers: set[bytes] = set()
         """Header blocks the SDK decoded as a chunk event's: the same bytes decode the same way."""
 
@@ -187,7 +186,7 @@ class ChunkReceiver(AWSEventReceiver[Any]):
         if self._closed:
             return None
         try:
-            message = await self._reader.read_message()
+            message = await cast(ChunkReader, self._source).read_message()  # the one __init__ takes
             if not message:
                 return None  # the end of the body, between messages
             chunk = self._known_chunk(message)
