@@ -7,7 +7,8 @@ the context aggregators, one pipeline per call. The only change to pipecat is wh
 endpoint), with the same config otherwise. Its CA is trusted through ``SSL_CERT_FILE``, which the CRT's TLS
 reads: pipecat's pinned SDK (0.9) deep-copies the config per call, and with it rebuilds the transport with a
 default TLS context, so a transport of our own would be dropped. Logging is at WARNING, as the
-voicebot server under comparison runs.
+voicebot server under comparison runs; uvicorn runs with its defaults, as pipecat's own runner starts it
+(``PIPECAT_UVICORN_WS`` picks another of its WebSocket implementations, for comparison).
 
     python pipecat_nova_server.py PORT   (AWS_ENDPOINT_URL_BEDROCK_RUNTIME, SSL_CERT_FILE, AWS_* keys from the env)
 """
@@ -116,4 +117,4 @@ async def media_stream(websocket: WebSocket) -> None:
 
 
 if __name__ == "__main__":
-    uvicorn.run(app, host="127.0.0.1", port=PORT, log_level="warning", ws="websockets")
+    uvicorn.run(app, host="127.0.0.1", port=PORT, log_level="warning", ws=os.environ.get("PIPECAT_UVICORN_WS", "auto"))

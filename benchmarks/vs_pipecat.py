@@ -6,7 +6,10 @@ Variants, interleaved round after round (so the noise of a shared machine falls 
 - ``base``: the same from another tree (``--baseline DIR``, e.g. ``git archive`` of main), if given;
 - ``pipecat``: pipecat's own Twilio serializer, FastAPI WebSocket transport and AWS Nova Sonic service
   (``benchmarks/pipecat_nova_server.py``, in a throwaway venv with ``pipecat-ai[aws-nova-sonic]`` pinned to
-  ``PIPECAT_VERSION``, built on first use under ~/.cache/voicebot-bench; never a project dependency).
+  ``PIPECAT_VERSION``, built on first use under ~/.cache/voicebot-bench; never a project dependency), with
+  uvicorn's defaults, as pipecat's own runner starts it;
+- ``pipecat-websockets``: the same on uvicorn's older ``websockets`` implementation (``--pipecat-websockets``),
+  which this benchmark used before 2026-12-05 and which costs more per frame than the default.
 
 Each run: the local Nova (``python -m telephony.simulation.local_nova``) in its own process and the callers
 on CPU 1, the server alone on CPU 0. Callers as ``benchmarks/load.py`` makes them (webhook, stream, 1 s of
@@ -24,6 +27,7 @@ of its own pitch, so the local Nova's record of each stream names its caller. Pr
   caller speech -> model: the same for the frames that carry speech only.
 
     uv run python benchmarks/vs_pipecat.py [--calls 10 20 40] [--seconds 30] [--rounds 2] [--baseline DIR]
+        [--pipecat-websockets]
 """
 
 from __future__ import annotations
@@ -203,9 +207,10 @@ async def local_nova(folder: Path, arrivals: Path) -> Any:
 
 
 @asynccontextmanager
-async def pipecat_server(port: int, endpoint: str, ca: Path, log: Path) -> Any:
-    """pipecat's server on CPU 0, pointed at the local Nova."""
+async def pipecat_server(port: int, endpoint: str, ca: Path, log: Path, ws: str = "auto") -> Any:
+    """pipecat's server on CPU 0, pointed at the local Nova, on uvicorn's WebSocket implementation ``ws``."""
     env = {**os.environ, **NOVA_ENV, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": endpoint, "SSL_CERT_FILE": str(ca)}
+    env["PIPECAT_UVICORN_WS"] = ws
     with log.open("ab") as err:
         process = await asyncio.create_subprocess_exec(
             str(pipecat_python()), str(PIPECAT_SERVER), str(port),
@@ -253,8 +258,9 @@ async def run(variant: str, tree: Path, calls: int, seconds: float, folder: Path
     timelines = [Timeline(index) for index in range(calls)]
     async with AsyncExitStack() as stack:
         endpoint, ca, _ = await stack.enter_async_context(local_nova(folder, arrivals))
-        if variant == "pipecat":
-            process = await stack.enter_async_context(pipecat_server(port, endpoint, ca, folder / "pipecat.log"))
+        if variant.startswith("pipecat"):
+            ws = "websockets" if variant == "pipecat-websockets" else "auto"
+            process = await stack.enter_async_context(pipecat_server(port, endpoint, ca, folder / "pipecat.log", ws))
         else:
             env = {**NOVA_ENV, "VOICEBOT_MODEL": "nova", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": endpoint,
                    "AWS_CA_BUNDLE": str(ca)}  # fmt: skip
@@ -382,6 +388,8 @@ HEADER = (
 
 async def main_async(args: argparse.Namespace) -> None:
     variants = [("ours", ROOT)] + ([("base", args.baseline)] if args.baseline else []) + [("pipecat", ROOT)]
+    if args.pipecat_websockets:
+        variants.append(("pipecat-websockets", ROOT))
     pipecat_python()
     machine = f"{platform.platform()} | {os.cpu_count()} CPUs | Python {platform.python_version()}"
     print(f"{machine} | pipecat {PIPECAT_VERSION}")
@@ -413,6 +421,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--baseline", type=Path, help="another source tree to run as 'base' (e.g. git archive of main)")
+    parser.add_argument(
+        "--pipecat-websockets", action="store_true", help="also run pipecat on uvicorn's older websockets code"
+    )
     args = parser.parse_args()
     asyncio.run(main_async(args))
 

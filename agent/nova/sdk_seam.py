@@ -11,7 +11,8 @@ variable set by :func:`starting`) and otherwise change nothing. Inside :func:`st
 - the transport is built on the process's shared CRT event loop and TLS context (``crt_client``);
 - the endpoint and trusted CAs are the standard AWS settings (``endpoint``);
 - events are signed by the caching signer (``event_signer``): the SDK's signatures and bytes, for less;
-- audio chunks are written and read by the direct path of ``event_stream``: the SDK's messages and objects.
+- audio chunks are written and read by the direct path of ``event_stream``: the SDK's messages and objects;
+- the response body is read through a sink on the stream (``crt_body``), not a task and a wait per chunk.
 
 Instances of strands' own class, started with no context, behave exactly as before.
 """
@@ -28,6 +29,7 @@ from typing import Any
 import strands.bidi.models.bedrock as strands_bedrock
 from smithy_aws_core.auth.sigv4 import SigV4AuthScheme
 
+from .crt_body import BodyResponse, reads_directly
 from .crt_client import build_on_shared, shared_tls_context
 from .crt_loop import on_shared_loop
 from .endpoint import BedrockEndpoint
@@ -65,6 +67,12 @@ class StartClient(_StrandsClient):  # type: ignore[misc, valid-type]
             return
         assert start is not None
         build_on_shared(self, crt_threads=start.crt_threads, ca_bundle=start.endpoint.ca_bundle)
+
+    async def _await_response(self, stream: Any) -> Any:
+        response = await super()._await_response(stream)  # strands' (it also watches the request writer)
+        if not self.on_shared_parts or not reads_directly(stream):
+            return response
+        return BodyResponse(status=response.status, fields=response.fields, stream=stream)
 
 
 class StartConfig(_SDKConfig):  # type: ignore[misc, valid-type]

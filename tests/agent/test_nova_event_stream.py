@@ -30,6 +30,7 @@ from smithy_aws_event_stream.events import Event, EventMessage
 from smithy_aws_event_stream.exceptions import UnmodeledEventError
 from smithy_core.aio.types import AsyncBytesReader
 
+from agent.nova import event_stream
 from agent.nova.event_signer import CachingEventSigner
 from agent.nova.event_stream import (
     AudioEventProtocol,
@@ -154,6 +155,27 @@ def test_received_events_and_errors_are_the_sdks() -> None:
     assert [type(each).__name__ for each in ours[:3]] == ["InvokeModelWithBidirectionalStreamOutputChunk"] * 3
     assert ours[3] == (ValidationException, "The model stream timed out")
     assert [output_chunk(message) is not None for message in OUTPUTS] == [True] * 3 + [False] * 4  # both paths ran
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"bytes":"eyJ9Pz4\\/"}',  # JSON may escape the slash of base64
+        b'{ "bytes" : "eyJ9" }',
+        b'{"bytes":"eyJ9==="}',
+        b'{"bytes":"ey J9"}',
+        b'{"bytes":""}',
+    ],
+)
+def test_a_payload_written_otherwise_is_read_as_the_sdk_reads_it(payload: bytes) -> None:
+    ours, sdk = both_receivers([output_message(payload)], [])
+    assert ours == sdk
+
+
+def test_novas_own_payload_is_decoded_without_parsing_its_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(event_stream.json, "loads", None)  # any JSON parse would fail
+    chunk = output_chunk(output_message(b'{"bytes":"' + base64.b64encode(b'{"event":{}}') + b'"}'))
+    assert chunk is not None and chunk.value.bytes_ == b'{"event":{}}'
 
 
 def test_the_comparison_can_fail() -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.nova.crt_body import BodyResponse
 from telephony.bridge.ending import load_apology
 from telephony.console.events import ConsoleEvents
 from telephony.simulation.local_nova import (
@@ -103,6 +104,28 @@ async def test_greeting_and_a_turn_are_heard_both_ways(
     log = caplog.text
     assert f"model audio | input=16000 Hz output={output_rate} Hz" in log
     assert "caller said: can you help me" in log and "bot said: Sure thing." in log
+
+
+async def test_nova_s_response_body_is_read_through_the_sink(
+    local_nova: LocalNova, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real CRT stream keeps its body where ``crt_body`` reads it: else strands' reads would be back."""
+    read: list[int] = []
+    original = BodyResponse.next_chunk
+
+    async def counted(self: BodyResponse) -> bytes:
+        chunk = await original(self)
+        read.append(len(chunk))
+        return chunk
+
+    monkeypatch.setattr(BodyResponse, "next_chunk", counted)
+    local_nova.brain = ScriptedBrain(texts=[Reply(text="Hello, front desk.", audio=Tone(0.6, hz=GREETING_HZ))])
+    async with nova_line(local_nova, monkeypatch) as line:
+        async with line.caller() as call:
+            await call.connect()
+            await listen_until(call, heard_at_least(GREETING_HZ, 0.6))
+            await call.stop()
+    assert sum(read) > 0.6 * 16000 * 2  # the greeting's audio, base64 in JSON, came through it
 
 
 # --- barge-in, and the marker never leaks ----------------------------------------------------------
