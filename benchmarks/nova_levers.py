@@ -5,6 +5,9 @@
 - reading one ``audioOutput`` event from the response body: the SDK's ``AWSEventReceiver`` over its
   ``AsyncBytesReader`` against ``agent.nova.event_stream.ChunkReceiver`` over ``ChunkReader`` (same objects;
   the tests check that);
+- taking one response body chunk from awscrt's stream while the reader waits for it: strands' read (a task and
+  an ``asyncio.wait`` per chunk over awscrt's ``get_next_response_chunk``) against ``agent.nova.crt_body``'s
+  sink, each chunk handed over by a second thread running awscrt's own ``_on_body``;
 - strands' ``_log_event_type`` on one ``audioOutput`` event with DEBUG off: strands' own against ours;
 - building the CRT client of one connection: strands' ``_BedrockAWSCRTHTTPClient()`` (a new TLS context) against
   ``agent.nova.sdk_seam.StartClient`` inside a start (the shared loop and TLS context).
@@ -19,10 +22,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import collections
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import strands.bidi.models.bedrock as strands_bedrock
 from aws_sdk_bedrock_runtime.models import _InvokeModelWithBidirectionalStreamOutputDeserializer
 from aws_sdk_signers import AsyncEventSigner
+from awscrt.aio.http import AIOHttpClientStreamUnified
 from smithy_aws_core.identity import AWSCredentialsIdentity
 from smithy_aws_event_stream.aio import AWSEventReceiver
 from smithy_aws_event_stream.events import EventHeaderEncoder, EventMessage
 from smithy_core.aio.types import AsyncBytesReader
 
+from agent.nova.crt_body import BodyResponse
 from agent.nova.endpoint import BedrockEndpoint
 from agent.nova.event_signer import CachingEventSigner
 from agent.nova.event_stream import ChunkReader, ChunkReceiver, bedrock_protocol
@@ -60,7 +68,7 @@ def audio_chunk(kind: str, ms: int, **fields: str) -> EventMessage:
     """A Nova ``kind`` audio chunk as it travels: ``ms`` of 16 kHz PCM16, base64 in JSON, base64 again."""
     pcm = base64.b64encode(b"\x01\x02" * (16 * ms)).decode()
     body = json.dumps({"event": {kind: {**fields, "content": pcm}}})
-    payload = json.dumps({"bytes": base64.b64encode(body.encode()).decode()}).encode()
+    payload = b'{"bytes":"' + base64.b64encode(body.encode()) + b'"}'  # compact, as Bedrock and the SDK write it
     return EventMessage(
         headers={":message-type": "event", ":event-type": "chunk", ":content-type": "application/json"},
         payload=payload,
@@ -121,6 +129,51 @@ def receiving(ms: int, repeat: int) -> tuple[float, float]:
     return read_all(AWSEventReceiver, AsyncBytesReader), read_all(ChunkReceiver, ChunkReader)
 
 
+class BodyStream:
+    """What a response reader sees of awscrt's HTTP/2 stream: its body state, callbacks and chunk read."""
+
+    _on_body = AIOHttpClientStreamUnified._on_body
+    _on_complete = AIOHttpClientStreamUnified._on_complete
+    _resolve_pending_chunk_futures = AIOHttpClientStreamUnified._resolve_pending_chunk_futures
+    get_next_response_chunk = AIOHttpClientStreamUnified.get_next_response_chunk
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._deque_lock = threading.Lock()
+        self._chunk_futures: collections.deque[Any] = collections.deque()
+        self._received_chunks: collections.deque[bytes] = collections.deque()
+        self._completion_future: Future[int] = Future()
+        self._remote_completion_future: Future[None] = Future()
+        self._status_code = 200
+
+
+def body_reads(repeat: int) -> tuple[float, float]:
+    """CPU per chunk reading ``repeat`` chunks handed over one at a time (the reader waiting for each)."""
+
+    def read_all(response_class: type) -> float:
+        async def read() -> None:
+            stream = BodyStream(asyncio.get_running_loop())
+            response = response_class(status=200, fields=None, stream=stream)
+
+            def io_thread() -> None:
+                for _ in range(repeat):
+                    time.sleep(0.0001)
+                    stream._on_body(b"x" * 1400)
+                stream._on_complete(0)
+
+            thread = threading.Thread(target=io_thread)
+            thread.start()
+            async for _ in response.chunks():
+                pass
+            thread.join()
+
+        started = time.process_time()
+        asyncio.run(read())
+        return (time.process_time() - started) / repeat * 1e6
+
+    return read_all(strands_bedrock._BedrockAWSCRTHTTPResponse), read_all(BodyResponse)
+
+
 def logging_cost(repeat: int) -> tuple[float, float]:
     event = {"audioOutput": {"content": base64.b64encode(b"\x00" * 4800).decode(), "contentId": "x"}}
     strands_model = strands_bedrock.BedrockNovaSonicModel.__new__(strands_bedrock.BedrockNovaSonicModel)
@@ -154,6 +207,9 @@ def main() -> None:
     for ms in (40, 100):
         sdk, ours = receiving(ms, args.events)
         print(f"| read one {ms} ms audioOutput | {sdk:.1f} µs | {ours:.1f} µs | {sdk - ours:.1f} µs |")
+    strands_read, our_read = body_reads(args.events)
+    print(f"| take one response body chunk | {strands_read:.1f} µs | {our_read:.1f} µs | "
+          f"{strands_read - our_read:.1f} µs |")  # fmt: skip
     strands_log, our_log = logging_cost(args.events)
     print(f"| strands' event log, one 100 ms audioOutput, DEBUG off | {strands_log:.1f} µs | {our_log:.2f} µs | "
           f"{strands_log - our_log:.1f} µs |")  # fmt: skip

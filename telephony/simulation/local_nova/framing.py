@@ -128,7 +128,7 @@ def _open_envelope(envelope: EventMessage) -> NovaEvent | EndOfInput:
 
 def _chunk_message(document: dict[str, Any]) -> EventMessage:
     raw = json.dumps(document, separators=(",", ":")).encode()
-    payload = json.dumps({"bytes": base64.b64encode(raw).decode("ascii")}).encode()
+    payload = b'{"bytes":"' + base64.b64encode(raw) + b'"}'  # compact, as Bedrock writes its chunks
     headers: dict[str, Any] = {
         ":event-type": "chunk",
         ":content-type": "application/json",
