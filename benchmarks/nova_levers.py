@@ -22,13 +22,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import collections
 import json
 import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import strands.bidi.models.bedrock as strands_bedrock
 from aws_sdk_bedrock_runtime.models import _InvokeModelWithBidirectionalStreamOutputDeserializer
 from aws_sdk_signers import AsyncEventSigner
-from awscrt.aio.http import AIOHttpClientStreamUnified
 from smithy_aws_core.identity import AWSCredentialsIdentity
 from smithy_aws_event_stream.aio import AWSEventReceiver
 from smithy_aws_event_stream.events import EventHeaderEncoder, EventMessage
@@ -49,6 +46,7 @@ from agent.nova.event_signer import CachingEventSigner
 from agent.nova.event_stream import ChunkReader, ChunkReceiver, bedrock_protocol
 from agent.nova.model import NovaSonicModel
 from agent.nova.sdk_seam import ModelStart, StartClient, install, starting
+from telephony.simulation.fakes.crt_stream import CrtBodyStream
 
 IDENTITY = AWSCredentialsIdentity(access_key_id="AKIDEXAMPLE", secret_access_key="secret/key+example")
 PROPERTIES: Any = {"region": "us-east-1", "service": "bedrock"}
@@ -129,30 +127,12 @@ def receiving(ms: int, repeat: int) -> tuple[float, float]:
     return read_all(AWSEventReceiver, AsyncBytesReader), read_all(ChunkReceiver, ChunkReader)
 
 
-class BodyStream:
-    """What a response reader sees of awscrt's HTTP/2 stream: its body state, callbacks and chunk read."""
-
-    _on_body = AIOHttpClientStreamUnified._on_body
-    _on_complete = AIOHttpClientStreamUnified._on_complete
-    _resolve_pending_chunk_futures = AIOHttpClientStreamUnified._resolve_pending_chunk_futures
-    get_next_response_chunk = AIOHttpClientStreamUnified.get_next_response_chunk
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._deque_lock = threading.Lock()
-        self._chunk_futures: collections.deque[Any] = collections.deque()
-        self._received_chunks: collections.deque[bytes] = collections.deque()
-        self._completion_future: Future[int] = Future()
-        self._remote_completion_future: Future[None] = Future()
-        self._status_code = 200
-
-
 def body_reads(repeat: int) -> tuple[float, float]:
     """CPU per chunk reading ``repeat`` chunks handed over one at a time (the reader waiting for each)."""
 
     def read_all(response_class: type) -> float:
         async def read() -> None:
-            stream = BodyStream(asyncio.get_running_loop())
+            stream = CrtBodyStream(asyncio.get_running_loop())
             response = response_class(status=200, fields=None, stream=stream)
 
             def io_thread() -> None:

@@ -1,46 +1,27 @@
 """Nova's response body read through a sink on awscrt's stream: in order, nothing lost to a cancelled read.
 
-The stream here runs awscrt's own body callbacks (``_on_body``, ``_on_complete``, ...) over the state they
-keep, without a connection; the calls tests (``tests/bridge/test_nova_calls.py``) read real streams.
+The stream here (``CrtBodyStream``) runs awscrt's own body callbacks (``_on_body``, ``_on_complete``, ...) over
+the state they keep, without a connection; the calls tests (``tests/bridge/test_nova_calls.py``) read real streams.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import inspect
 import random
 import threading
 import time
-from concurrent.futures import Future
-from typing import Any
 
 import pytest
 from awscrt.aio.http import AIOHttpClientStreamUnified
 
 from agent.nova.crt_body import STREAM_ATTRIBUTES, BodyResponse, reads_directly
+from telephony.simulation.fakes.crt_stream import CrtBodyStream
 
 _AWSCRT = AIOHttpClientStreamUnified
 
 
-class AwscrtStream:
-    """awscrt's body callbacks and reader, on the state they use."""
-
-    _on_body = _AWSCRT._on_body
-    _on_complete = _AWSCRT._on_complete
-    _on_h2_remote_end_stream = _AWSCRT._on_h2_remote_end_stream
-    _resolve_pending_chunk_futures = _AWSCRT._resolve_pending_chunk_futures
-
-    def __init__(self) -> None:
-        self._deque_lock = threading.Lock()
-        self._chunk_futures: collections.deque[Any] = collections.deque()
-        self._received_chunks: collections.deque[bytes] = collections.deque()
-        self._completion_future: Future[int] = Future()
-        self._remote_completion_future: Future[None] = Future()
-        self._status_code = 200
-
-
-def _response(stream: AwscrtStream) -> BodyResponse:
+def _response(stream: CrtBodyStream) -> BodyResponse:
     return BodyResponse(status=200, fields=None, stream=stream)
 
 
@@ -48,12 +29,12 @@ def test_awscrt_streams_keep_the_body_where_the_reader_looks() -> None:
     """If awscrt renames what the reader uses, this fails (and the client falls back to strands' reads)."""
     source = inspect.getsource(_AWSCRT.__init__)
     assert all(f"self.{name} =" in source for name in STREAM_ATTRIBUTES)
-    assert reads_directly(AwscrtStream())
+    assert reads_directly(CrtBodyStream())
     assert not reads_directly(object())
 
 
 async def test_chunks_come_in_order_from_the_io_thread_however_often_reads_are_cancelled() -> None:
-    stream = AwscrtStream()
+    stream = CrtBodyStream()
     response = _response(stream)
     sent = [f"chunk {n}".encode() for n in range(400)]
     draw = random.Random(7)
@@ -84,7 +65,7 @@ async def test_chunks_come_in_order_from_the_io_thread_however_often_reads_are_c
 
 
 async def test_a_read_cancelled_while_it_waits_loses_nothing() -> None:
-    stream = AwscrtStream()
+    stream = CrtBodyStream()
     response = _response(stream)
     waiting = asyncio.create_task(response.next_chunk())
     await asyncio.sleep(0)
@@ -99,7 +80,7 @@ async def test_a_read_cancelled_while_it_waits_loses_nothing() -> None:
 
 @pytest.mark.parametrize("end", ["_on_h2_remote_end_stream", "_on_complete"])
 async def test_the_end_of_the_body_ends_the_chunks(end: str) -> None:
-    stream = AwscrtStream()
+    stream = CrtBodyStream()
     response = _response(stream)
     stream._on_body(b"last words")
 
@@ -114,7 +95,7 @@ async def test_the_end_of_the_body_ends_the_chunks(end: str) -> None:
 
 
 def test_a_chunk_after_the_loop_closed_is_dropped_without_an_error_in_awscrts_thread() -> None:
-    stream = AwscrtStream()
+    stream = CrtBodyStream()
     loop = asyncio.new_event_loop()
     try:
         response = loop.run_until_complete(_made_on_a_loop(stream))
@@ -125,5 +106,5 @@ def test_a_chunk_after_the_loop_closed_is_dropped_without_an_error_in_awscrts_th
     assert list(response._sink.chunks) == [b"after the call ended"]
 
 
-async def _made_on_a_loop(stream: AwscrtStream) -> BodyResponse:
+async def _made_on_a_loop(stream: CrtBodyStream) -> BodyResponse:
     return _response(stream)
