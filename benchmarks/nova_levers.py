@@ -33,7 +33,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import strands.bidi.models.bedrock as strands_bedrock
-from aws_sdk_bedrock_runtime.models import _InvokeModelWithBidirectionalStreamOutputDeserializer
+from aws_sdk_bedrock_runtime.models import (
+    BidirectionalInputPayloadPart,
+    InvokeModelWithBidirectionalStreamInputChunk,
+    _InvokeModelWithBidirectionalStreamOutputDeserializer,
+)
 from aws_sdk_signers import AsyncEventSigner
 from smithy_aws_core.identity import AWSCredentialsIdentity
 from smithy_aws_event_stream.aio import AWSEventReceiver
@@ -43,7 +47,7 @@ from smithy_core.aio.types import AsyncBytesReader
 from agent.nova.crt_body import BodyResponse
 from agent.nova.endpoint import BedrockEndpoint
 from agent.nova.event_signer import CachingEventSigner
-from agent.nova.event_stream import ChunkReader, ChunkReceiver, bedrock_protocol
+from agent.nova.event_stream import ChunkReader, ChunkReceiver, bedrock_protocol, chunk_message
 from agent.nova.model import NovaSonicModel
 from agent.nova.sdk_seam import ModelStart, StartClient, install, starting
 from telephony.simulation.fakes.crt_stream import CrtBodyStream
@@ -65,12 +69,13 @@ def cpu_us(work: Callable[[], None], repeat: int) -> float:
 def audio_chunk(kind: str, ms: int, **fields: str) -> EventMessage:
     """A Nova ``kind`` audio chunk as it travels: ``ms`` of 16 kHz PCM16, base64 in JSON, base64 again."""
     pcm = base64.b64encode(b"\x01\x02" * (16 * ms)).decode()
-    body = json.dumps({"event": {kind: {**fields, "content": pcm}}})
-    payload = b'{"bytes":"' + base64.b64encode(body.encode()) + b'"}'  # compact, as Bedrock and the SDK write it
-    return EventMessage(
-        headers={":message-type": "event", ":event-type": "chunk", ":content-type": "application/json"},
-        payload=payload,
+    body = json.dumps({"event": {kind: {**fields, "content": pcm}}}).encode()
+    # the SDK's message for a chunk (compact {"bytes":"..."}, as Bedrock writes its own chunks too)
+    message = chunk_message(
+        InvokeModelWithBidirectionalStreamInputChunk(value=BidirectionalInputPayloadPart(bytes_=body))
     )
+    assert message is not None
+    return message
 
 
 def audio_event(ms: int) -> EventMessage:
