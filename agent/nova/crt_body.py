@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from smithy_http.aio.crt import AWSCRTHTTPResponse
@@ -37,13 +37,17 @@ STREAM_ATTRIBUTES = frozenset(
 class BodySink:
     """Queued on the stream in place of a future: holds the chunks it is handed and wakes the reader's loop."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_io_thread: Callable[[], None] | None = None) -> None:
         self._loop = loop
+        self._on_io_thread = on_io_thread
+        """Run first in each hand-over, on the I/O thread (``crt_loop.keep_thread_state`` on a shared loop)."""
         self.chunks: collections.deque[bytes] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
 
     def set_result(self, chunk: bytes) -> None:
         """A chunk (``b""`` at the end of the body), from awscrt's I/O thread."""
+        if self._on_io_thread is not None:
+            self._on_io_thread()
         self.chunks.append(chunk)
         try:
             self._loop.call_soon_threadsafe(self._wake)
@@ -68,9 +72,11 @@ class BodySink:
 class BodyResponse(AWSCRTHTTPResponse):
     """smithy's CRT response whose body is read through a :class:`BodySink` (cancellable at any point)."""
 
-    def __init__(self, *, status: int, fields: Any, stream: Any) -> None:
+    def __init__(
+        self, *, status: int, fields: Any, stream: Any, on_io_thread: Callable[[], None] | None = None
+    ) -> None:
         super().__init__(status=status, fields=fields, stream=stream)
-        self._sink = BodySink(asyncio.get_running_loop())
+        self._sink = BodySink(asyncio.get_running_loop(), on_io_thread)
 
     async def chunks(self) -> AsyncGenerator[bytes, None]:
         while chunk := await self.next_chunk():

@@ -8,12 +8,21 @@ The client takes an ``eventloop`` argument, so a connection can share one group 
 multiplex every socket with epoll. The clients stay one per call (strands closes its client, and with
 it the transport, when a call's model stops), so a failing connection still takes one call down only.
 
+A shared group's threads live as long as the process, so each keeps a Python thread state
+(:func:`keep_thread_state`). awscrt enters Python from its I/O thread with ``PyGILState_Ensure`` and leaves
+with ``PyGILState_Release`` for every body chunk, body read and write completion; on a thread with no
+thread state of its own, each entry builds one (and its 16 KB frame stack, mapped and unmapped with two
+system calls) and each exit destroys it: about 60 times a second per call. With one kept, an entry only takes
+the GIL.
+
 Upstream: the SDK should share a default event-loop group across clients, as the CRT itself offers
-(``EventLoopGroup.get_or_create_static_default()``), rather than build one per client.
+(``EventLoopGroup.get_or_create_static_default()``), rather than build one per client; awscrt could keep a
+thread state on its event-loop threads.
 """
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +31,7 @@ from awscrt import io as crt_io
 
 from .log import log
 
-__all__ = ["SharedEventLoop", "on_shared_loop", "shared_event_loop"]
+__all__ = ["SharedEventLoop", "keep_thread_state", "on_shared_loop", "shared_event_loop"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,20 @@ class SharedEventLoop:
 
 _lock = threading.Lock()
 _loops: dict[int, SharedEventLoop] = {}
+_thread = threading.local()
+
+
+def keep_thread_state() -> None:
+    """Called from Python code that a shared group's I/O thread runs: keep that thread's Python thread state.
+
+    One ``PyGILState_Ensure`` never released holds the state awscrt's own entries would otherwise build and
+    destroy each time. Only for a shared group's threads, which never end: a thread that ends with a kept state
+    leaks it (a few KB), so per-connection threads (``VOICEBOT_CRT_THREADS=0``) must not call this.
+    """
+    if getattr(_thread, "kept", False):
+        return
+    ctypes.pythonapi.PyGILState_Ensure()
+    _thread.kept = True
 
 
 def shared_event_loop(threads: int) -> SharedEventLoop:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,7 @@ from smithy_aws_core.auth.sigv4 import SigV4AuthScheme
 
 from .crt_body import BodyResponse, reads_directly
 from .crt_client import build_on_shared, shared_tls_context
-from .crt_loop import on_shared_loop
+from .crt_loop import keep_thread_state, on_shared_loop
 from .endpoint import BedrockEndpoint
 from .event_signer import CachingSigV4Scheme
 from .event_stream import bedrock_protocol
@@ -62,6 +62,9 @@ class StartClient(_StrandsClient):  # type: ignore[misc, valid-type]
         start = _starting.get()
         self.on_shared_parts = start is not None and eventloop is None and client_config is None
         """Built inside a start, on the shared parts (else exactly as strands' client)."""
+        shared_loop = self.on_shared_parts and start is not None and start.crt_threads > 0
+        self._on_io_thread: Callable[[], None] | None = keep_thread_state if shared_loop else None
+        """What awscrt's I/O thread runs first in our callbacks: a shared loop's threads keep their thread state."""
         if not self.on_shared_parts:
             super().__init__(eventloop, client_config)
             return
@@ -72,7 +75,9 @@ class StartClient(_StrandsClient):  # type: ignore[misc, valid-type]
         response = await super()._await_response(stream)  # strands' (it also watches the request writer)
         if not self.on_shared_parts or not reads_directly(stream):
             return response
-        return BodyResponse(status=response.status, fields=response.fields, stream=stream)
+        return BodyResponse(
+            status=response.status, fields=response.fields, stream=stream, on_io_thread=self._on_io_thread
+        )
 
 
 class StartConfig(_SDKConfig):  # type: ignore[misc, valid-type]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import threading
 from typing import Any
 
 import strands.bidi.models.bedrock as strands_bedrock
@@ -11,7 +13,7 @@ from smithy_core.shapes import ShapeID
 from smithy_http.aio.crt import AWSCRTHTTPClient
 
 from agent.nova.crt_client import CLIENT_ATTRIBUTES, shared_tls_context
-from agent.nova.crt_loop import shared_event_loop
+from agent.nova.crt_loop import keep_thread_state, shared_event_loop
 from agent.nova.endpoint import BedrockEndpoint, default_url
 from agent.nova.event_signer import CachingSigV4Scheme
 from agent.nova.model import NovaSonicModel
@@ -53,6 +55,7 @@ async def test_connections_share_the_event_loop_and_tls_context_and_sign_with_th
     assert first.transport._tls_ctx is second.transport._tls_ctx is shared_tls_context(None)
     scheme = first.auth_schemes[SIGV4]
     assert type(scheme) is CachingSigV4Scheme and scheme._service == "bedrock"
+    assert first.transport._on_io_thread is keep_thread_state  # the shared loop's threads live for the process
 
 
 async def test_a_ca_bundle_gets_its_own_shared_context(tmp_path: Any) -> None:
@@ -62,6 +65,7 @@ async def test_a_ca_bundle_gets_its_own_shared_context(tmp_path: Any) -> None:
     assert config.transport._tls_ctx is shared_tls_context(str(bundle))
     assert config.transport._tls_ctx is not shared_tls_context(None)
     assert config.transport._eventloop is not shared_event_loop(1)  # crt_threads 0: a loop of its own
+    assert config.transport._on_io_thread is None  # whose thread ends with the connection: it keeps no state
 
 
 async def test_outside_the_seam_the_sdk_scheme_and_client_are_strands_own() -> None:
@@ -84,3 +88,26 @@ def test_strands_event_log_costs_nothing_with_debug_off(monkeypatch: Any) -> Non
     finally:
         logging.getLogger("strands.bidi.models.bedrock").setLevel(logging.NOTSET)
     assert decoded == ["AAAA"]
+
+
+def test_a_thread_keeps_its_state_with_one_hold_however_often_it_asks() -> None:
+    """One ``PyGILState_Ensure`` per thread, never more: each one more would be a hold nothing releases."""
+    ensure = ctypes.pythonapi.PyGILState_Ensure
+    calls: list[int] = []
+
+    def counting() -> int:
+        calls.append(threading.get_ident())
+        return int(ensure())
+
+    def on_thread() -> None:
+        for _ in range(3):
+            keep_thread_state()
+
+    try:
+        ctypes.pythonapi.PyGILState_Ensure = counting
+        thread = threading.Thread(target=on_thread)
+        thread.start()
+        thread.join()
+    finally:
+        ctypes.pythonapi.PyGILState_Ensure = ensure
+    assert len(calls) == 1 and calls[0] == thread.ident

@@ -7,6 +7,7 @@ import asyncio
 import base64
 import math
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,7 @@ from strands.bidi.types import (
 from agent.bedrock_endpoint import BedrockEndpoint
 from agent.crt_loop import shared_event_loop
 from agent.models import create_model
+from agent.nova.crt_body import BodySink
 from telephony.config import Settings
 from telephony.simulation.local_nova import (
     INTERRUPTED_MARKER,
@@ -399,6 +401,39 @@ async def test_offline_brain_hears_and_speaks_real_speech(local_nova: LocalNova)
 def os_threads() -> int:
     """Threads of this process as the OS sees them (CRT's native I/O threads included)."""
     return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.parametrize("crt_threads", [1, 0])
+async def test_a_shared_io_thread_keeps_its_python_thread_state_between_callbacks(
+    local_nova: LocalNova, monkeypatch: pytest.MonkeyPatch, crt_threads: int
+) -> None:
+    """awscrt enters Python from its I/O thread for every body chunk. A thread-local value lives in the thread
+    state: on a shared loop it outlives each entry (one state, kept); on a connection's own thread (0), each
+    entry builds and destroys a state of its own, and none is kept (the thread ends with the connection)."""
+    marker = threading.local()
+    seen: list[bool] = []
+    original = BodySink.set_result
+
+    def recording(self: BodySink, chunk: bytes) -> None:
+        original(self, chunk)  # the keeping, if any, happens first thing in here
+        seen.append(getattr(marker, "set", False))
+        marker.set = True
+
+    monkeypatch.setattr(BodySink, "set_result", recording)
+    local_nova.brain = ScriptedBrain(default=Reply(text="Hello.", audio=Tone(0.5)))
+    settings = Settings(model="nova", model_id=MODEL_ID, aws_region="us-east-1", crt_threads=crt_threads)
+    agent = BidiAgent(model=create_model(settings), system_prompt="You answer the phone.")
+    await agent.start()
+    try:
+        await agent.send("Hi.")
+        await collect(agent, lambda e: isinstance(e, BidiResponseStopEvent))
+    finally:
+        await agent.stop()
+    assert len(seen) > 10
+    if crt_threads:
+        assert all(seen[1:])  # (the first chunk of the process may be the thread's first entry)
+    else:
+        assert not any(seen)
 
 
 @pytest.mark.parametrize("crt_threads", [1, 0])
