@@ -290,6 +290,7 @@ def serve(
     from telephony.operations.heap import settle_heap
     from telephony.operations.shutdown import DrainingServer
     from telephony.operations.tracing import setup_tracing
+    from telephony.operations.ws_reading import QueuedReadsProtocol
 
     refusal = unsigned_refusal(settings, allow_unsigned)
     if refusal:
@@ -340,6 +341,7 @@ def serve(
         app,
         host=settings.host,
         port=settings.port,
+        ws=QueuedReadsProtocol,  # uvicorn's own, without a pause and a resume of the socket per frame
         ws_max_size=WS_MAX_MESSAGE_BYTES,
         ws_per_message_deflate=False,  # Twilio sends small base64 frames: compression costs CPU, saves nothing
         proxy_headers=True,

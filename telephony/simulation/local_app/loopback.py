@@ -10,6 +10,8 @@ from typing import Any
 
 import uvicorn
 
+from telephony.operations.ws_reading import QueuedReadsProtocol
+
 
 @asynccontextmanager
 async def serve_app(app: Any, **options: Any) -> AsyncIterator[str]:
@@ -18,7 +20,12 @@ async def serve_app(app: Any, **options: Any) -> AsyncIterator[str]:
     ``options`` go to ``uvicorn.Config`` over the defaults (``log_level="info", log_config=None`` to see
     request lines through this process's logging, as ``voicebot serve`` does).
     """
-    defaults: dict[str, Any] = {"log_level": "warning", "ws_max_size": 2**20, "lifespan": "on"}
+    defaults: dict[str, Any] = {
+        "log_level": "warning",
+        "ws": QueuedReadsProtocol,  # as voicebot serve runs
+        "ws_max_size": 2**20,
+        "lifespan": "on",
+    }
     config = uvicorn.Config(app, host="127.0.0.1", port=0, **{**defaults, **options})
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
