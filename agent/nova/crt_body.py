@@ -40,14 +40,15 @@ class BodySink:
     def __init__(self, loop: asyncio.AbstractEventLoop, on_io_thread: Callable[[], None] | None = None) -> None:
         self._loop = loop
         self._on_io_thread = on_io_thread
-        """Run first in each hand-over, on the I/O thread (``crt_loop.keep_thread_state`` on a shared loop)."""
+        """Run first in the first hand-over, on the I/O thread (``crt_loop.keep_thread_state`` on a shared loop)."""
         self.chunks: collections.deque[bytes] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
 
     def set_result(self, chunk: bytes) -> None:
         """A chunk (``b""`` at the end of the body), from awscrt's I/O thread."""
-        if self._on_io_thread is not None:
+        if self._on_io_thread is not None:  # once: a stream's chunks all come from its connection's one thread
             self._on_io_thread()
+            self._on_io_thread = None
         self.chunks.append(chunk)
         try:
             self._loop.call_soon_threadsafe(self._wake)

@@ -64,7 +64,7 @@ class StartClient(_StrandsClient):  # type: ignore[misc, valid-type]
         """Built inside a start, on the shared parts (else exactly as strands' client)."""
         shared_loop = self.on_shared_parts and start is not None and start.crt_threads > 0
         self._on_io_thread: Callable[[], None] | None = keep_thread_state if shared_loop else None
-        """What awscrt's I/O thread runs first in our callbacks: a shared loop's threads keep their thread state."""
+        """What awscrt's I/O thread runs at a stream's first body chunk: a shared loop's threads keep their state."""
         if not self.on_shared_parts:
             super().__init__(eventloop, client_config)
             return
