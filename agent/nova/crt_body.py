@@ -40,7 +40,7 @@ class BodySink:
     def __init__(self, loop: asyncio.AbstractEventLoop, on_io_thread: Callable[[], None] | None = None) -> None:
         self._loop = loop
         self._on_io_thread = on_io_thread
-        """Run first in the first hand-over, on the I/O thread (``crt_loop.keep_thread_state`` on a shared loop)."""
+        """Run first in the first hand-over, on the I/O thread (``crt_loop.settle_io_thread`` on a shared loop)."""
         self.chunks: collections.deque[bytes] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
 

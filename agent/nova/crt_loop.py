@@ -13,7 +13,7 @@ A shared group's threads live as long as the process, so each keeps a Python thr
 with ``PyGILState_Release`` for every body chunk, body read and write completion; on a thread with no
 thread state of its own, each entry builds one (and its 16 KB frame stack, mapped and unmapped with two
 system calls) and each exit destroys it: about 60 times a second per call. With one kept, an entry only takes
-the GIL.
+the GIL. Each also asks the kernel not to let it preempt the serving thread (:func:`wait_for_gil_holder`).
 
 Upstream: the SDK should share a default event-loop group across clients, as the CRT itself offers
 (``EventLoopGroup.get_or_create_static_default()``), rather than build one per client; awscrt could keep a
@@ -23,6 +23,7 @@ thread state on its event-loop threads.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,14 @@ from awscrt import io as crt_io
 
 from .log import log
 
-__all__ = ["SharedEventLoop", "keep_thread_state", "on_shared_loop", "shared_event_loop"]
+__all__ = [
+    "SharedEventLoop",
+    "keep_thread_state",
+    "on_shared_loop",
+    "settle_io_thread",
+    "shared_event_loop",
+    "wait_for_gil_holder",
+]
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,31 @@ def keep_thread_state() -> None:
         return
     ctypes.pythonapi.PyGILState_Ensure()
     _thread.kept = True
+
+
+def wait_for_gil_holder() -> None:
+    """Make the calling thread (a shared group's I/O thread) one whose wakeups never preempt (Linux SCHED_BATCH).
+
+    Everything the I/O thread hands to Python needs the GIL, which the serving thread holds while it runs. Woken
+    on the serving thread's CPU (a response chunk, a write done), the I/O thread used to preempt it at once, only
+    to block on the GIL and switch back: two context switches per wakeup. As a batch thread it runs when the
+    serving thread next waits (in its event loop, usually within a millisecond) or its time slice ends, and on an
+    idle CPU at once, as before. Elsewhere (no ``sched_setscheduler``) nothing changes.
+    """
+    if not hasattr(os, "sched_setscheduler") or not hasattr(os, "SCHED_BATCH"):
+        return
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    except OSError as error:  # a sandbox that forbids it: the thread keeps the default policy
+        log.debug("CRT I/O thread keeps its scheduling policy: %r", error)
+
+
+def settle_io_thread() -> None:
+    """Run on a shared group's I/O thread by the first of our callbacks it runs (then again at no cost)."""
+    if getattr(_thread, "kept", False):
+        return
+    wait_for_gil_holder()
+    keep_thread_state()
 
 
 def shared_event_loop(threads: int) -> SharedEventLoop:

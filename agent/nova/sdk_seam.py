@@ -12,7 +12,8 @@ variable set by :func:`starting`) and otherwise change nothing. Inside :func:`st
 - the endpoint and trusted CAs are the standard AWS settings (``endpoint``);
 - events are signed by the caching signer (``event_signer``): the SDK's signatures and bytes, for less;
 - audio chunks are written and read by the direct path of ``event_stream``: the SDK's messages and objects;
-- the response body is read through a sink on the stream (``crt_body``), not a task and a wait per chunk.
+- the response body is read through a sink on the stream (``crt_body``), not a task and a wait per chunk;
+- the request body is written one event at a time without a wait between threads per event (``crt_write``).
 
 Instances of strands' own class, started with no context, behave exactly as before.
 """
@@ -31,13 +32,14 @@ from smithy_aws_core.auth.sigv4 import SigV4AuthScheme
 
 from .crt_body import BodyResponse, reads_directly
 from .crt_client import build_on_shared, shared_tls_context
-from .crt_loop import keep_thread_state, on_shared_loop
+from .crt_loop import on_shared_loop, settle_io_thread
+from .crt_write import WriteBehind, writes_directly
 from .endpoint import BedrockEndpoint
 from .event_signer import CachingSigV4Scheme
 from .event_stream import bedrock_protocol
 from .stream_repair import watch_writers
 
-__all__ = ["ModelStart", "StartClient", "StartConfig", "install", "starting", "trust_only"]
+__all__ = ["BODY_END_WAIT_S", "ModelStart", "StartClient", "StartConfig", "install", "starting", "trust_only"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,9 @@ class ModelStart:
     writers: set[asyncio.Task[Any]]
     """The model's CRT request-writer tasks (see ``stream_repair.watch_writers``)."""
 
+
+BODY_END_WAIT_S = 0.25
+"""How long closing a client waits for its streams' request bodies to finish writing (a few ms when healthy)."""
 
 _starting: contextvars.ContextVar[ModelStart | None] = contextvars.ContextVar("nova_model_start", default=None)
 _SDKConfig = strands_bedrock.AsyncBedrockRuntimeConfig
@@ -63,8 +68,10 @@ class StartClient(_StrandsClient):  # type: ignore[misc, valid-type]
         self.on_shared_parts = start is not None and eventloop is None and client_config is None
         """Built inside a start, on the shared parts (else exactly as strands' client)."""
         shared_loop = self.on_shared_parts and start is not None and start.crt_threads > 0
-        self._on_io_thread: Callable[[], None] | None = keep_thread_state if shared_loop else None
-        """What awscrt's I/O thread runs at a stream's first body chunk: a shared loop's threads keep their state."""
+        self._on_io_thread: Callable[[], None] | None = settle_io_thread if shared_loop else None
+        """What awscrt's I/O thread runs first in our callbacks: a shared loop's threads settle in once."""
+        self._body_writers: set[asyncio.Task[Any]] = set()
+        """Request writers of this client's streams that write through :class:`WriteBehind` (see :meth:`close`)."""
         if not self.on_shared_parts:
             super().__init__(eventloop, client_config)
             return
@@ -72,12 +79,29 @@ class StartClient(_StrandsClient):  # type: ignore[misc, valid-type]
         build_on_shared(self, crt_threads=start.crt_threads, ca_bundle=start.endpoint.ca_bundle)
 
     async def _await_response(self, stream: Any) -> Any:
+        if self.on_shared_parts and writes_directly(stream):  # before the stream's writer task first runs
+            writer = WriteBehind(stream, asyncio.get_running_loop(), on_io_thread=self._on_io_thread)
+            stream._write_data = writer.write
+            if isinstance(task := getattr(stream, "_writer", None), asyncio.Task):
+                self._body_writers.add(task)
+                task.add_done_callback(self._body_writers.discard)
         response = await super()._await_response(stream)  # strands' (it also watches the request writer)
         if not self.on_shared_parts or not reads_directly(stream):
             return response
         return BodyResponse(
             status=response.status, fields=response.fields, stream=stream, on_io_thread=self._on_io_thread
         )
+
+    async def close(self) -> None:
+        """Let request bodies finish writing before the connections close (at most ``BODY_END_WAIT_S``).
+
+        The SDK's input stream counts an event as sent once the request writer has taken it; with
+        :class:`WriteBehind` the last events of a closed input may still be on their way to the I/O thread, and
+        closing the connection under them would drop the closing events and the end of the stream.
+        """
+        if pending := [task for task in self._body_writers if not task.done()]:
+            await asyncio.wait(pending, timeout=BODY_END_WAIT_S)
+        await super().close()
 
 
 class StartConfig(_SDKConfig):  # type: ignore[misc, valid-type]

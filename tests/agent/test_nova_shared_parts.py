@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import threading
 from typing import Any
 
+import pytest
 import strands.bidi.models.bedrock as strands_bedrock
 from aws_sdk_bedrock_runtime.config import SigV4AuthScheme
 from smithy_core.shapes import ShapeID
 from smithy_http.aio.crt import AWSCRTHTTPClient
 
 from agent.nova.crt_client import CLIENT_ATTRIBUTES, shared_tls_context
-from agent.nova.crt_loop import keep_thread_state, shared_event_loop
+from agent.nova.crt_loop import keep_thread_state, settle_io_thread, shared_event_loop
 from agent.nova.endpoint import BedrockEndpoint, default_url
 from agent.nova.event_signer import CachingSigV4Scheme
 from agent.nova.model import NovaSonicModel
@@ -55,7 +57,7 @@ async def test_connections_share_the_event_loop_and_tls_context_and_sign_with_th
     assert first.transport._tls_ctx is second.transport._tls_ctx is shared_tls_context(None)
     scheme = first.auth_schemes[SIGV4]
     assert type(scheme) is CachingSigV4Scheme and scheme._service == "bedrock"
-    assert first.transport._on_io_thread is keep_thread_state  # the shared loop's threads live for the process
+    assert first.transport._on_io_thread is settle_io_thread  # the shared loop's threads live for the process
 
 
 async def test_a_ca_bundle_gets_its_own_shared_context(tmp_path: Any) -> None:
@@ -111,3 +113,20 @@ def test_a_thread_keeps_its_state_with_one_hold_however_often_it_asks() -> None:
     finally:
         ctypes.pythonapi.PyGILState_Ensure = ensure
     assert len(calls) == 1 and calls[0] == thread.ident
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policy")
+def test_a_settled_io_thread_never_preempts_the_serving_thread() -> None:
+    """The I/O thread becomes a batch thread (its wakeups do not preempt); the serving thread keeps its policy."""
+    policies: list[int] = []
+
+    def on_thread() -> None:
+        settle_io_thread()
+        settle_io_thread()
+        policies.append(os.sched_getscheduler(0))
+
+    thread = threading.Thread(target=on_thread)
+    thread.start()
+    thread.join()
+    assert policies == [os.SCHED_BATCH]
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER

@@ -412,12 +412,14 @@ async def test_a_shared_io_thread_keeps_its_python_thread_state_between_callback
     entry builds and destroys a state of its own, and none is kept (the thread ends with the connection)."""
     marker = threading.local()
     seen: list[bool] = []
+    policies: set[int] = set()
     original = BodySink.set_result
 
     def recording(self: BodySink, chunk: bytes) -> None:
         original(self, chunk)  # the keeping, if any, happens first thing in here
         seen.append(getattr(marker, "set", False))
         marker.set = True
+        policies.add(os.sched_getscheduler(0))
 
     monkeypatch.setattr(BodySink, "set_result", recording)
     local_nova.brain = ScriptedBrain(default=Reply(text="Hello.", audio=Tone(0.5)))
@@ -432,8 +434,10 @@ async def test_a_shared_io_thread_keeps_its_python_thread_state_between_callback
     assert len(seen) > 10
     if crt_threads:
         assert all(seen[1:])  # (the first chunk of the process may be the thread's first entry)
+        assert policies == {os.SCHED_BATCH}  # and its wakeups do not preempt the serving thread
     else:
         assert not any(seen)
+        assert policies == {os.SCHED_OTHER}
 
 
 @pytest.mark.parametrize("crt_threads", [1, 0])
@@ -460,3 +464,19 @@ async def test_calls_share_one_crt_event_loop_unless_told_not_to(local_nova: Loc
     else:
         assert len(bootstraps) == 4 and id(shared_event_loop(1).bootstrap) not in bootstraps
         assert during - before >= 4  # strands' default: an I/O thread per call
+
+
+async def test_a_stopped_call_ends_its_stream_with_every_closing_event(local_nova: LocalNova) -> None:
+    """The request writer may still hold the last events when strands closes the client: the close waits for
+    them, so Nova gets the closing events and the end of the stream, not a connection cut under them."""
+    local_nova.brain = ScriptedBrain(default=Reply(text="Hello.", audio=Tone(0.3)))
+    settings = Settings(model="nova", model_id=MODEL_ID, aws_region="us-east-1")
+    for _ in range(3):
+        agent = BidiAgent(model=create_model(settings), system_prompt="You answer the phone.")
+        await agent.start()
+        try:
+            await agent.send("Hi.")
+            await collect(agent, lambda e: isinstance(e, BidiResponseStopEvent))
+        finally:
+            await agent.stop()
+    assert [session.ended_by for session in local_nova.sessions] == ["client ended the stream"] * 3
