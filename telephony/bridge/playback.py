@@ -8,7 +8,10 @@ and an echo of a cleared mark means nothing was heard.
 One writer task drains :meth:`Playback.next_message`; everything else only appends, without
 awaiting, so the agent's event stream never waits on the network. Frames queued back to back leave as
 one ``media`` message (up to :data:`MAX_FRAMES_PER_MESSAGE`; Twilio takes any whole number of frames):
-each message costs a JSON encoding, a WebSocket frame and a system call, whatever it carries.
+each message costs a JSON encoding, a WebSocket frame and a system call, whatever it carries. While Twilio still
+has more than :data:`GATHER_AHEAD_S` of audio to play, the writer waits for a whole message's worth of frames
+before sending (the model speaks faster than real time, a few frames at a time): the caller hears the same audio
+at the same moment, in fewer messages. A reply's first audio, marks and ``clear`` never wait.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ POLL_S = 0.05
 """How often the waits below look at the marks."""
 MAX_FRAMES_PER_MESSAGE = 10
 """Most 20 ms frames joined into one ``media`` message (200 ms): marks and ``clear`` still go between."""
+GATHER_AHEAD_S = 0.3
+"""Twilio's unplayed audio above which frames wait to fill a message (the network's jitter is far below it)."""
 
 
 class MarkState(Enum):
@@ -89,11 +94,16 @@ class Playback:
         mark_interval_s: float = 0.5,
         max_queued_frames: int = 30_000,
         pace_lead_s: float | None = None,
+        gather_ahead_s: float | None = GATHER_AHEAD_S,
     ) -> None:
         self.stream_sid = stream_sid
         # None: hand frames to the socket as fast as they come (Twilio buffers them). A number: keep at most
         # this much audio ahead of real time in Twilio's buffer (benchmarks/pacing.py: why it is off by default).
         self._pace_lead_s = pace_lead_s
+        self._gather_ahead_s = None if pace_lead_s is not None else gather_ahead_s
+        """None: every frame leaves as soon as the writer can send it (pacing sends a frame at a time anyway)."""
+        self._gathering = False
+        """The writer waits for a message's worth of frames: new frames wake it only once there are enough."""
         self._queue: deque[Outgoing | _Frame] = deque()
         self._ready = asyncio.Event()
         self._marks: dict[str, MarkRecord] = {}
@@ -132,7 +142,7 @@ class Playback:
                 self._since_mark_s += FRAME_SECONDS
                 if self._since_mark_s >= self._mark_interval_s - 1e-9:
                     self._add_mark(record, final=False)
-        if frames:
+        if frames and (not self._gathering or self._queued_frames >= MAX_FRAMES_PER_MESSAGE):
             self._ready.set()
         return frames
 
@@ -179,14 +189,17 @@ class Playback:
             while not self._queue:
                 self._ready.clear()
                 await self._ready.wait()
-            hold = self._pace_hold()
+            hold = max(self._pace_hold(), self._gather_hold())
             if hold <= 0:
                 break
-            self._ready.clear()  # woken early by a clear (barge-in) or new audio; then look again
+            self._ready.clear()  # woken early by a clear (barge-in), a mark or new audio; then look again
+            self._gathering = self._pace_lead_s is None
             try:
                 await asyncio.wait_for(self._ready.wait(), hold)
             except TimeoutError:
                 pass
+            finally:
+                self._gathering = False
         head = self._queue.popleft()
         if isinstance(head, Outgoing):
             return head
@@ -206,6 +219,14 @@ class Playback:
         self.frames_sent += count
         self.playout_end = max(self.playout_end, time.monotonic()) + count * FRAME_SECONDS
         return Outgoing(media_message(self.stream_sid, b"".join(frames)), stamps, count)
+
+    def _gather_hold(self) -> float:
+        """Seconds the frames at the head may wait for more while Twilio has plenty to play; 0: send now."""
+        if self._gather_ahead_s is None or not isinstance(self._queue[0], _Frame):
+            return 0.0
+        if self._queued_frames >= MAX_FRAMES_PER_MESSAGE or len(self._queue) > self._queued_frames:
+            return 0.0  # a whole message, or a mark (an utterance's end) behind the frames: nothing to wait for
+        return self.playout_end - self._gather_ahead_s - time.monotonic()
 
     def _pace_hold(self) -> float:
         """Seconds to wait before the next frame when pacing; 0 for anything but media."""

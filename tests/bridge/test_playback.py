@@ -137,3 +137,45 @@ async def test_settled_waits_for_the_last_mark_and_the_grace_then_gives_up_at_th
     assert await playback.heard(lost, 0.1) is False
     playback.on_echo(lost)
     assert await playback.heard(lost, 0.1) is True
+
+
+async def test_while_twilio_has_plenty_to_play_frames_wait_to_fill_a_message() -> None:
+    """The model speaks faster than real time, a few frames at a time: once Twilio holds more than the gather
+    threshold, frames leave a full message at a time, or when Twilio's audio runs down to it, or before a mark."""
+    playback = Playback("MZ1", mark_interval_s=10.0, gather_ahead_s=0.1)
+    playback.play(b"\x01" * 160 * 10, utterance="u1")  # 200 ms: the reply's first audio leaves at once
+    assert (await asyncio.wait_for(playback.next_message(), 0.01)).frames == 10
+    playback.play(b"\x01" * 160 * 2, utterance="u1")
+    writer = asyncio.ensure_future(playback.next_message())
+    await asyncio.sleep(0.03)
+    assert not writer.done()  # Twilio still holds about 170 ms: wait for more
+    for _ in range(4):
+        playback.play(b"\x01" * 160 * 2, utterance="u1")
+    assert (await asyncio.wait_for(writer, 0.01)).frames == 10  # a message's worth: sent at once
+    playback.play(b"\x01" * 160 * 3, utterance="u1")
+    started = time.monotonic()
+    assert (await asyncio.wait_for(playback.next_message(), 1)).frames == 3  # Twilio's audio ran down to 100 ms
+    assert playback.playout_end - started > 0.1  # and it still had audio to play when they left
+    playback.play(b"\x01" * 160 * 2, utterance="u1")
+    end = playback.end_utterance("u1")  # the end of the utterance: nothing more is coming
+    assert (await asyncio.wait_for(playback.next_message(), 0.01)).frames == 2
+    assert json.loads((await asyncio.wait_for(playback.next_message(), 0.01)).text)["mark"]["name"] == end
+
+
+async def test_a_barge_in_clears_frames_that_were_waiting_at_once() -> None:
+    playback = Playback("MZ1", mark_interval_s=10.0, gather_ahead_s=0.1)
+    playback.play(b"\x01" * 160 * 20, utterance="u1")
+    assert len(await drain(playback)) == 2  # 400 ms with Twilio, in two whole messages
+    playback.play(b"\x01" * 160 * 2, utterance="u1")
+    writer = asyncio.ensure_future(playback.next_message())
+    await asyncio.sleep(0.02)
+    assert playback.interrupt() == 2
+    assert json.loads((await asyncio.wait_for(writer, 0.01)).text)["event"] == "clear"
+
+
+async def test_without_gathering_every_frame_leaves_as_it_comes() -> None:
+    playback = Playback("MZ1", mark_interval_s=10.0, gather_ahead_s=None)
+    playback.play(b"\x01" * 160 * 25)
+    await drain(playback)
+    playback.play(b"\x01" * 160 * 2)
+    assert (await asyncio.wait_for(playback.next_message(), 0.01)).frames == 2
