@@ -8,7 +8,8 @@ Measures (seconds):
 - ``speech_audio_to_model``: the same for chunks sent around the caller's speech (from the onset to the end of
   the end-pointing window; for the onset's own flush, from the voiced frame that released it): the hold that
   matters, without the long-silence chunks' deliberate one (``speech_chunks``);
-- ``audio_to_frame``: an agent audio event received -> its first frame written to the socket;
+- ``audio_to_frame``: an agent audio event received -> its first frame written to the socket (while Twilio
+  has more than 300 ms to play, frames wait to fill a message: tens of ms here that the caller never hears);
 - ``barge_in_to_clear``: ``BidiBargeInEvent`` received -> ``clear`` written;
 - ``speech_signal_to_clear``: the model's first sign of the caller talking over the bot (a user transcript
   opening, before any ``BidiBargeInEvent``) received -> ``clear`` written;
