@@ -398,6 +398,17 @@ async def test_offline_brain_hears_and_speaks_real_speech(local_nova: LocalNova)
     assert transcripts(events, "assistant") == ["It is ten past nine."]
 
 
+async def one_reply(settings: Settings) -> None:
+    """A call of one exchange on the default agent: started, asked, answered, stopped."""
+    agent = BidiAgent(model=create_model(settings), system_prompt="You answer the phone.")
+    await agent.start()
+    try:
+        await agent.send("Hi.")
+        await collect(agent, lambda e: isinstance(e, BidiResponseStopEvent))
+    finally:
+        await agent.stop()
+
+
 def os_threads() -> int:
     """Threads of this process as the OS sees them (CRT's native I/O threads included)."""
     return len(os.listdir("/proc/self/task"))
@@ -423,14 +434,7 @@ async def test_a_shared_io_thread_keeps_its_python_thread_state_between_callback
 
     monkeypatch.setattr(BodySink, "set_result", recording)
     local_nova.brain = ScriptedBrain(default=Reply(text="Hello.", audio=Tone(0.5)))
-    settings = Settings(model="nova", model_id=MODEL_ID, aws_region="us-east-1", crt_threads=crt_threads)
-    agent = BidiAgent(model=create_model(settings), system_prompt="You answer the phone.")
-    await agent.start()
-    try:
-        await agent.send("Hi.")
-        await collect(agent, lambda e: isinstance(e, BidiResponseStopEvent))
-    finally:
-        await agent.stop()
+    await one_reply(Settings(model="nova", model_id=MODEL_ID, aws_region="us-east-1", crt_threads=crt_threads))
     assert len(seen) > 10
     if crt_threads:
         assert all(seen[1:])  # (the first chunk of the process may be the thread's first entry)
@@ -470,13 +474,6 @@ async def test_a_stopped_call_ends_its_stream_with_every_closing_event(local_nov
     """The request writer may still hold the last events when strands closes the client: the close waits for
     them, so Nova gets the closing events and the end of the stream, not a connection cut under them."""
     local_nova.brain = ScriptedBrain(default=Reply(text="Hello.", audio=Tone(0.3)))
-    settings = Settings(model="nova", model_id=MODEL_ID, aws_region="us-east-1")
     for _ in range(3):
-        agent = BidiAgent(model=create_model(settings), system_prompt="You answer the phone.")
-        await agent.start()
-        try:
-            await agent.send("Hi.")
-            await collect(agent, lambda e: isinstance(e, BidiResponseStopEvent))
-        finally:
-            await agent.stop()
+        await one_reply(Settings(model="nova", model_id=MODEL_ID, aws_region="us-east-1"))
     assert [session.ended_by for session in local_nova.sessions] == ["client ended the stream"] * 3
