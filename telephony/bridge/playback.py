@@ -193,7 +193,7 @@ class Playback:
             if hold <= 0:
                 break
             self._ready.clear()  # woken early by a clear (barge-in), a mark or new audio; then look again
-            self._gathering = self._pace_lead_s is None
+            self._gathering = self._gather_ahead_s is not None
             try:
                 await asyncio.wait_for(self._ready.wait(), hold)
             except TimeoutError:
