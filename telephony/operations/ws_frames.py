@@ -27,18 +27,17 @@ def frame_length(buffer: bytes | bytearray, start: int) -> int | None:
     if available < 2:
         return None
     second = buffer[start + 1]
-    length, header = second & 0x7F, 2
-    if length == 126:
-        header = 4
-        if available < header:
-            return None
-        length = int.from_bytes(buffer[start + 2 : start + 4])
-    elif length == 127:
-        header = 10
-        if available < header:
-            return None
-        length = int.from_bytes(buffer[start + 2 : start + 10])
-    return header + (4 if second & _MASKED else 0) + length
+    header = _length_end(second)
+    if available < header:
+        return None
+    size = second & 0x7F if header == 2 else int.from_bytes(buffer[start + 2 : start + header])
+    return header + (4 if second & _MASKED else 0) + size
+
+
+def _length_end(second: int) -> int:
+    """Where a frame's length field ends, from its second byte: 7 bits, or 16 or 64 more (RFC 6455, 5.2)."""
+    size = second & 0x7F
+    return 2 if size < 126 else 4 if size == 126 else 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,15 +80,12 @@ class FrameCutter:
 
 def _payload_length(buffer: bytes | bytearray, start: int, length: int) -> int:
     second = buffer[start + 1]
-    size = second & 0x7F
-    header = 2 if size < 126 else 4 if size == 126 else 10
-    return length - header - (4 if second & _MASKED else 0)
+    return length - _length_end(second) - (4 if second & _MASKED else 0)
 
 
 def _cut(buffer: bytes | bytearray, start: int, length: int) -> Cut:
     raw = bytes(buffer[start : start + length])
     if raw[0] != FINAL_TEXT or not raw[1] & _MASKED:
         return Cut(raw)
-    size = raw[1] & 0x7F
-    key_at = 2 if size < 126 else 4 if size == 126 else 10
+    key_at = _length_end(raw[1])
     return Cut(raw, apply_mask(raw[key_at + 4 :], raw[key_at : key_at + 4]))
