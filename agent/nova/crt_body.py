@@ -78,6 +78,10 @@ class BodyResponse(AWSCRTHTTPResponse):
     ) -> None:
         super().__init__(status=status, fields=fields, stream=stream)
         self._sink = BodySink(asyncio.get_running_loop(), on_io_thread)
+        self._ended = False
+        """Set from either completion future's callback, which runs before awscrt hands queued readers ``b""``."""
+        stream._completion_future.add_done_callback(self._end)
+        stream._remote_completion_future.add_done_callback(self._end)
 
     async def chunks(self) -> AsyncGenerator[bytes, None]:
         while chunk := await self.next_chunk():
@@ -93,10 +97,18 @@ class BodyResponse(AWSCRTHTTPResponse):
                 if stream._received_chunks:
                     return stream._received_chunks.popleft()
                 if sink not in stream._chunk_futures:
-                    if stream._completion_future.done() or stream._remote_completion_future.done():
+                    if self._ended:
                         return b""
                     stream._chunk_futures.append(sink)
             await sink.wait()
+
+    def _end(self, _: Any) -> None:
+        """A completion future is done (on the I/O thread, or at once if it already was).
+
+        A flag, not ``done()`` under the lock for every chunk (two more locks each): a future runs its callbacks
+        before awscrt resolves the queued readers, so a sink queued while the flag was unset still gets ``b""``.
+        """
+        self._ended = True
 
 
 def reads_directly(stream: Any) -> bool:

@@ -94,6 +94,47 @@ async def test_the_end_of_the_body_ends_the_chunks(end: str) -> None:
     assert await response.next_chunk() == b""  # and stays ended
 
 
+@pytest.mark.parametrize("end", ["_on_h2_remote_end_stream", "_on_complete"])
+def test_awscrt_marks_its_stream_ended_before_it_answers_waiting_readers(end: str) -> None:
+    """The reader's end flag is set by a completion future's callback: awscrt must complete that future (which
+    runs the callbacks) before it resolves the queued readers, or a reader queued in between would wait forever."""
+    source = inspect.getsource(getattr(_AWSCRT, end))
+    completes = min(source.index(call) for call in ("set_result", "set_exception") if call in source)
+    assert completes < source.index("_resolve_pending_chunk_futures")
+
+
+async def test_a_body_that_ended_before_the_response_was_made_reads_as_ended() -> None:
+    stream = CrtBodyStream()
+    stream._on_body(b"all of it")
+    stream._on_complete(0)
+    response = _response(stream)
+    assert await asyncio.wait_for(response.next_chunk(), 2) == b"all of it"
+    assert await asyncio.wait_for(response.next_chunk(), 2) == b""
+    assert not stream._chunk_futures  # nothing left queued on an ended stream
+
+
+async def test_the_end_reaches_a_reader_queued_from_another_thread_at_any_moment() -> None:
+    """The stream completes on the I/O thread while reads queue and read on the loop: each run ends, never hangs."""
+    for attempt in range(200):
+        stream = CrtBodyStream()
+        response = _response(stream)
+        thread = threading.Thread(target=_ends_after, args=(stream, attempt % 7 * 0.00002))
+        thread.start()
+        chunks = await asyncio.wait_for(_all_chunks(response), 2)
+        thread.join()
+        assert chunks == [b"x"]
+
+
+def _ends_after(stream: CrtBodyStream, pause: float) -> None:
+    time.sleep(pause)
+    stream._on_body(b"x")
+    stream._on_complete(0)
+
+
+async def _all_chunks(response: BodyResponse) -> list[bytes]:
+    return [chunk async for chunk in response.body]
+
+
 def test_a_chunk_after_the_loop_closed_is_dropped_without_an_error_in_awscrts_thread() -> None:
     stream = CrtBodyStream()
     loop = asyncio.new_event_loop()
