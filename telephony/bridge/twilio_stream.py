@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from starlette.websockets import WebSocket, WebSocketState
@@ -21,6 +22,7 @@ from telephony.call_info import CallInfo
 from telephony.config import Settings
 from telephony.operations.latency import LatencySamples
 from telephony.operations.logs import CallLog
+from telephony.operations.ws_reading import TextTaker, direct_text
 from telephony.twilio.media_streams import (
     MAX_MESSAGE_BYTES,
     Connected,
@@ -81,6 +83,8 @@ class TwilioStream:
         self._latency = latency
         self.playback: Playback | None = None
         self.close_code = 1000
+        self._handed_error: Exception | None = None
+        """What a message handed over directly raised: the reader task raises it (see :meth:`read_loop`)."""
 
     # --- before the call -----------------------------------------------------------------------------
 
@@ -121,19 +125,50 @@ class TwilioStream:
     # --- the reader ----------------------------------------------------------------------------------
 
     async def read_loop(self) -> None:
-        while True:
-            text = await self._receive_text()
-            if text is None:
-                self._host.finish("socket closed by Twilio", by="caller")
-                return
-            self._observers.notify("twilio_received", text)
-            message = self._parse(text)
-            if message is None:
-                continue
-            if isinstance(message, Stop):
-                self._host.finish("stream stopped (caller hung up or call ended)", by="caller")
-                return
+        """Until ``stop`` or the socket's close. Under ``voicebot serve`` the server hands most messages over as it
+        reads them (``ws_reading.direct_text``: no queue, no turn of this task); the rest come through ``receive()``."""
+        hand_over = direct_text(self._ws.scope)
+        if hand_over is not None:
+            hand_over(self._taker(hand_over))
+        try:
+            while (text := await self._receive_text()) is not None:
+                if not self._take(text):
+                    return
+            self._host.finish("socket closed by Twilio", by="caller")
+        except asyncio.CancelledError:
+            if self._handed_error is not None:
+                raise self._handed_error from None  # the reader crashed, as if it had read the message itself
+            raise
+        finally:
+            if hand_over is not None:
+                hand_over(None)
+
+    def _taker(self, hand_over: Callable[[TextTaker | None], None]) -> TextTaker:
+        """What the server calls with each message it hands over: taken as the reader takes one."""
+        reader = asyncio.current_task()
+
+        def take_handed(text: str) -> None:
+            try:
+                if self._take(text):
+                    return
+            except Exception as error:  # noqa: BLE001 - handed to the reader task: its crash ends the call
+                self._handed_error = error
+                if reader is not None:
+                    reader.cancel()
+            hand_over(None)  # after stop, or a crash: what follows waits in the queue, which nobody reads any more
+
+        return take_handed
+
+    def _take(self, text: str) -> bool:
+        """One message from Twilio; False once it was ``stop`` (nothing after it is read)."""
+        self._observers.notify("twilio_received", text)
+        message = self._parse(text)
+        if isinstance(message, Stop):
+            self._host.finish("stream stopped (caller hung up or call ended)", by="caller")
+            return False
+        if message is not None:
             self._dispatch(message)
+        return True
 
     def _dispatch(self, message: Any) -> None:
         call = self._host.call

@@ -295,6 +295,38 @@ async def test_malformed_and_unknown_messages_are_ignored_and_the_call_goes_on()
     assert len(h.models) == 2 and all(model.audio_seconds > 0.5 for model in h.models)
 
 
+async def test_nothing_after_stop_is_taken_though_it_came_in_the_same_read() -> None:
+    async with harness([Hold()]) as h:
+        async with h.caller() as call:
+            await call.connect()
+            await call.silence(0.3)
+            await call.stop()
+            await call.dtmf("5")  # right behind the stop: the server reads both at once, and takes the stop alone
+            await call.wait_closed(3)
+    assert not any("pressed 5" in text for text in h.models[0].texts)
+
+
+async def test_a_message_that_breaks_the_bridge_ends_the_call_as_a_crash_of_its_reader(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Messages are taken inside the server's read (no reader task runs them): a bug there still ends the call."""
+    from telephony.bridge.session import CallSession
+
+    def broken(self: CallSession, media: object) -> None:
+        raise RuntimeError("a bug in the audio path")
+
+    monkeypatch.setattr(CallSession, "caller_audio", broken)
+    caplog.set_level(logging.INFO, logger="telephony")
+    async with harness([Hold()]) as h:
+        async with h.caller() as call:
+            await call.connect()
+            talker = asyncio.create_task(call.silence(3))
+            await call.wait_closed(3)
+            talker.cancel()
+    crashes = [record for record in caplog.records if "crashed" in record.getMessage()]
+    assert crashes and "reader:CA" in crashes[0].getMessage() and "a bug in the audio path" in crashes[0].getMessage()
+
+
 # --- recorded Twilio sequences -----------------------------------------------------------------------
 
 

@@ -1,8 +1,9 @@
 """The server's own frame cutting hands the app exactly what uvicorn's protocol hands it, and answers the same.
 
 Each stream below goes to a real server running uvicorn's stock sans-I/O protocol, a frame per read, and to one
-running ``QueuedReadsProtocol``, split at random points; the app's receive events and every byte the server sends
-back must match. (A frame per read, because uvicorn's own protocol drops the good messages that share a read with
+running ``QueuedReadsProtocol``, split at random points; the app's receive events (or, for an app that takes text
+directly, those and the texts handed to it, in the order they came) and every byte the server sends back must
+match. (A frame per read, because uvicorn's own protocol drops the good messages that share a read with
 a bad frame: with the bad frame alone in its read, it hands over everything before it, as the cutting does.)
 """
 
@@ -20,7 +21,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.speedups import apply_mask  # type: ignore[attr-defined]
 
 from telephony.operations.ws_frames import FrameCutter, frame_length
-from telephony.operations.ws_reading import QueuedReadsProtocol
+from telephony.operations.ws_reading import QueuedReadsProtocol, direct_text
 from telephony.simulation.local_app.loopback import serve_app
 
 MAX_SIZE = 2**16 + 100
@@ -73,7 +74,9 @@ STREAMS = {
 }
 
 
-def _app(received: list[Any]) -> Any:
+def _app(received: list[Any], *, direct: bool = False) -> Any:
+    """Records what it receives; ``direct``: text messages also as the server hands them over (``direct_text``)."""
+
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
             while (message := await receive())["type"] != "lifespan.shutdown":
@@ -82,6 +85,10 @@ def _app(received: list[Any]) -> Any:
             return
         assert (await receive())["type"] == "websocket.connect"
         await send({"type": "websocket.accept"})
+        if direct:
+            set_taker = direct_text(scope)
+            assert set_taker is not None
+            set_taker(lambda text: received.append({"type": "websocket.receive", "text": text}))
         while True:
             message = await receive()
             received.append({key: value for key, value in message.items() if key != "reason"})
@@ -92,12 +99,12 @@ def _app(received: list[Any]) -> Any:
 
 
 async def _exchange(
-    protocol: type[WebSocketsSansIOProtocol], frames: list[bytes], seed: int | None
+    protocol: type[WebSocketsSansIOProtocol], frames: list[bytes], seed: int | None, *, direct: bool = False
 ) -> tuple[list[Any], bytes]:
     """Send ``frames`` after a handshake, in random pieces (a frame per read for no ``seed``); what the app
     received and what the server answered."""
     received: list[Any] = []
-    async with serve_app(_app(received), ws=protocol, ws_max_size=MAX_SIZE) as host:
+    async with serve_app(_app(received, direct=direct), ws=protocol, ws_max_size=MAX_SIZE) as host:
         address, port = host.split(":")
         reader, writer = await asyncio.open_connection(address, int(port))
         key = base64.b64encode(os.urandom(16)).decode()
@@ -125,11 +132,12 @@ async def _exchange(
     return received, answered
 
 
+@pytest.mark.parametrize("direct", [False, True], ids=["through receive", "taken directly"])
 @pytest.mark.parametrize("name", list(STREAMS))
-async def test_the_app_and_the_client_see_what_uvicorns_own_protocol_gives_them(name: str) -> None:
+async def test_the_app_and_the_client_see_what_uvicorns_own_protocol_gives_them(name: str, direct: bool) -> None:
     stock = await _exchange(WebSocketsSansIOProtocol, STREAMS[name], None)
     for seed in range(3):
-        assert await _exchange(QueuedReadsProtocol, STREAMS[name], seed) == stock, f"seed {seed}"
+        assert await _exchange(QueuedReadsProtocol, STREAMS[name], seed, direct=direct) == stock, f"seed {seed}"
     assert stock[0], "the app got nothing: the stream tests nothing"
 
 
