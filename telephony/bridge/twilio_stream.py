@@ -1,7 +1,8 @@
 """The Twilio side of one call: the Media Streams WebSocket read, parsed, admitted and written.
 
 Two tasks of the call run here: the *reader* (WebSocket -> parse -> the call's handlers; never waits on
-anything but the socket) and the *writer* (``Playback`` -> WebSocket: media, mark, clear). Everything about
+anything but the socket; under ``voicebot serve`` most messages are handed to it inside the server's read, see
+``ws_reading.direct_text``) and the *writer* (``Playback`` -> WebSocket: media, mark, clear). Everything about
 the agent is the call's business (telephony.bridge.agent_link); this side knows only Twilio's wire format.
 """
 
