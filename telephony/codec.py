@@ -13,6 +13,8 @@ Two facts shape this module (see the design note, "Audio: what good looks like")
 from __future__ import annotations
 
 import math
+import wave
+from pathlib import Path
 
 import numpy as np
 
@@ -26,6 +28,8 @@ __all__ = [
     "InboundAudio",
     "OutboundAudio",
     "Resampler",
+    "SoundFileError",
+    "load_sound_file",
     "pcm16_to_ulaw",
     "ulaw_to_pcm16",
 ]
@@ -372,3 +376,42 @@ class OutboundAudio:
         frames = bytes(self._pending[:whole])
         del self._pending[:whole]
         return frames
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Sound files the bridge plays itself (the apology, the hold sound)
+# ---------------------------------------------------------------------------------------------------------
+
+
+class SoundFileError(ValueError):
+    """A sound file the bridge cannot play; the message says what is wrong and what it takes."""
+
+
+def load_sound_file(path: str | Path) -> bytes:
+    """A WAV file (mono, 16-bit PCM, any rate) or raw 8 kHz μ-law (any other name) as whole 20 ms μ-law frames."""
+    file = Path(path)
+    try:
+        data = file.read_bytes()
+    except OSError as error:
+        raise SoundFileError(f"cannot read {file}: {error.strerror or error}") from error
+    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        ulaw = _wav_to_ulaw(file)
+    else:
+        ulaw = data
+    ulaw = ulaw[: len(ulaw) - len(ulaw) % FRAME_BYTES]
+    if not ulaw:
+        raise SoundFileError(f"{file} holds less than one 20 ms frame of audio")
+    return ulaw
+
+
+def _wav_to_ulaw(file: Path) -> bytes:
+    try:
+        with wave.open(str(file), "rb") as wav:
+            channels, width, rate = wav.getnchannels(), wav.getsampwidth(), wav.getframerate()
+            pcm = wav.readframes(wav.getnframes())
+    except (wave.Error, EOFError) as error:
+        raise SoundFileError(f"{file} is not a WAV file this can read ({error}): save it as 16-bit PCM") from error
+    if channels != 1 or width != 2:
+        raise SoundFileError(f"{file} has {channels} channel(s) of {8 * width}-bit audio: save it as mono 16-bit PCM")
+    outbound = OutboundAudio(rate)
+    return outbound.convert(pcm) + outbound.flush()

@@ -173,6 +173,7 @@ SLOW_KINDS: dict[str, tuple[str, ...]] = {
         "bridge/test_early_barge_in.py::test_a_",
         "bridge/test_early_barge_in.py::test_one_",
         "bridge/test_early_barge_in.py::test_noise_",
+        "bridge/test_dead_air.py",
         "bridge/test_long_calls.py",
         "simulation/test_demo.py",
         "simulation/test_long_calls_models.py",

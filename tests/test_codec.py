@@ -304,3 +304,36 @@ def test_outbound_reset_drops_stale_audio(model_rate: int) -> None:
     outbound.convert(loud)
     outbound.reset()
     assert set(outbound.convert(silence) + outbound.flush()) == {0xFF}
+
+
+def test_the_shipped_hold_sound_is_what_its_recipe_makes() -> None:
+    from telephony.bridge.hold_sound import SHIPPED
+
+    from .data.make_hold_sound import hold_sound
+
+    assert SHIPPED.read_bytes() == hold_sound()
+
+
+def test_a_hold_sound_file_is_read_from_wav_or_raw_ulaw_and_a_bad_one_is_refused(tmp_path: Path) -> None:
+    import wave
+
+    from telephony.codec import SoundFileError, load_sound_file
+    from telephony.config import ConfigError, load_settings
+
+    path = tmp_path / "tick.wav"
+    with wave.open(str(path), "wb") as wav:
+        wav.setnchannels(1), wav.setsampwidth(2), wav.setframerate(16000)
+        wav.writeframes(b"\x00\x10" * 16000)  # one second at 16 kHz
+    ulaw = load_sound_file(path)
+    assert 8000 <= len(ulaw) < 8400 and len(ulaw) % 160 == 0  # one second of 8 kHz μ-law (and the filter's tail)
+    raw = tmp_path / "tick.ulaw"
+    raw.write_bytes(b"\x7f" * 330)
+    assert len(load_sound_file(raw)) == 320  # whole 20 ms frames
+    stereo = tmp_path / "stereo.wav"
+    with wave.open(str(stereo), "wb") as wav:
+        wav.setnchannels(2), wav.setsampwidth(2), wav.setframerate(8000)
+        wav.writeframes(b"\x00\x10" * 1600)
+    with pytest.raises(SoundFileError, match="mono 16-bit"):
+        load_sound_file(stereo)
+    with pytest.raises(ConfigError, match="VOICEBOT_HOLD_SOUND.*cannot read"):
+        load_settings({"VOICEBOT_HOLD_SOUND": str(tmp_path / "missing.wav")}, dotenv=None)

@@ -129,66 +129,6 @@ def test_the_agent_side_uses_only_the_shared_types() -> None:
             assert reached <= shared, f"{name} imports {sorted(reached - shared)}"
 
 
-MAX_MODULE_LINES = 450
-MAX_CLASS_ATTRIBUTES = 20
-
-
-def instance_attributes(cls: ast.ClassDef) -> set[str]:
-    """What an instance of ``cls`` holds: ``self.x = ...`` in its methods, annotated class-level fields
-    (dataclass fields; ``ClassVar`` excluded) and ``__slots__`` names."""
-    names: set[str] = set()
-    for node in cls.body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            if "ClassVar" not in ast.unparse(node.annotation):
-                names.add(node.target.id)
-        elif isinstance(node, ast.Assign) and "__slots__" in {ast.unparse(target) for target in node.targets}:
-            slots = node.value.elts if isinstance(node.value, ast.Tuple | ast.List) else [node.value]
-            names.update(s.value for s in slots if isinstance(s, ast.Constant) and isinstance(s.value, str))
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.args.args:
-            names.update(assigned_on(node, node.args.args[0].arg))
-    return names
-
-
-def assigned_on(method: ast.FunctionDef | ast.AsyncFunctionDef, self_name: str) -> set[str]:
-    """Attributes ``method`` assigns on its first argument (``self.x = ...``, ``self.x: T = ...``, unpacking)."""
-    targets: list[ast.expr] = []
-    for node in ast.walk(method):
-        if isinstance(node, ast.Assign):
-            targets.extend(node.targets)
-        elif isinstance(node, ast.AnnAssign):
-            targets.append(node.target)
-    found: set[str] = set()
-    while targets:
-        target = targets.pop()
-        if isinstance(target, ast.Tuple | ast.List):
-            targets.extend(target.elts)
-        elif isinstance(target, ast.Starred):
-            targets.append(target.value)
-        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == self_name:
-            found.add(target.attr)
-    return found
-
-
-def test_no_product_module_is_over_the_line_limit() -> None:
-    """A module longer than this does more than one job: split it along its seams."""
-    long = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()}
-    over = sorted((lines, name) for name, lines in long.items() if lines > MAX_MODULE_LINES)
-    assert over == [], f"modules over {MAX_MODULE_LINES} lines: " + ", ".join(f"{n} ({lines})" for lines, n in over)
-
-
-def test_no_product_class_has_over_the_attribute_limit() -> None:
-    """A class holding this much state is a hub: give the parts their own objects."""
-    wide = []
-    for name, path in modules().items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ClassDef) and len(attributes := instance_attributes(node)) > MAX_CLASS_ATTRIBUTES:
-                wide.append((len(attributes), f"{name}.{node.name}"))
-    wide.sort(reverse=True)
-    assert wide == [], f"classes over {MAX_CLASS_ATTRIBUTES} instance attributes: " + ", ".join(
-        f"{cls} ({count})" for count, cls in wide
-    )
-
-
 def test_the_marker_table_names_test_files_that_exist() -> None:
     """tests/conftest.py marks the slow kinds by path: a renamed file must not silently lose its marker."""
     from tests.conftest import SLOW_KINDS

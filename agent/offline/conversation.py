@@ -2,15 +2,18 @@
 
 Inputs are speech (what the recognisers heard) or text from the bridge: the greeting instruction at
 call start, keypresses ("The caller pressed 5 on their keypad."), or notes. Text that names a known
-phrase is that intent; the bridge's instruction to wrap up ("Say a short goodbye …") is the goodbye; a note
-not to read out gets no reply; any other text gets the greeting, since the only other text a caller-facing
-bridge sends unprompted is the instruction to greet.
+phrase is that intent; the bridge's instruction to wrap up ("Say a short goodbye …") is the goodbye; its check-in on
+a silent caller gets the script's check-in; its nudge of a quiet agent ("Phone line: … waiting …") asks the caller to
+say it again; a note not to read out gets no reply; any other text gets the greeting, since the only other text a
+caller-facing bridge sends unprompted is the instruction to greet.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+
+from agent.prompt import LINE_NOTE
 
 from .matcher import Heard, Match, PhraseMatcher
 from .script import Intent, Script, ToolCall
@@ -20,7 +23,12 @@ __all__ = ["Conversation", "Turn"]
 _KEYPRESS = re.compile(r"pressed\s+([0-9*#A-D])\b", re.IGNORECASE)
 _WRAP_UP = re.compile(r"say a short goodbye", re.IGNORECASE)
 _NOT_TO_READ_OUT = re.compile(r"^\s*note for you, not to read out", re.IGNORECASE)
+_CHECK_IN = re.compile(rf"^\s*{re.escape(LINE_NOTE)}.*\bstill there\b", re.IGNORECASE)
+_NUDGE = re.compile(rf"^\s*{re.escape(LINE_NOTE)}.*\bwaiting\b", re.IGNORECASE)
 GREETING, NOT_UNDERSTOOD, UNKNOWN_KEY, GOODBYE = "greeting", "not_understood", "unknown_key", "goodbye"
+CHECK_IN, ASK_AGAIN = "check_in", "ask_again"
+ASK_AGAIN_REPLY = "Sorry, I missed that. Could you say it again?"
+"""The reply to the bridge's nudge: the offline model has nothing pending, so whatever it missed was the caller's."""
 WRAP_UP_REPLY = "I have to end the call now. Goodbye!"
 """The goodbye to a wrap-up instruction when the script has no ``goodbye`` intent."""
 
@@ -66,6 +74,10 @@ class Conversation:
             return None
         if _WRAP_UP.search(text):
             return self._goodbye()
+        if _CHECK_IN.search(text):
+            return Turn(CHECK_IN, None, self.script.check_in)
+        if _NUDGE.search(text):
+            return Turn(ASK_AGAIN, None, ASK_AGAIN_REPLY)
         keypress = _KEYPRESS.search(text)
         if keypress is not None:
             intent = self.script.intent_for_key(keypress.group(1))

@@ -49,6 +49,8 @@ class Script:
     not_understood: str
     unknown_key: str
     intents: tuple[Intent, ...]
+    check_in: str = "Are you still there? I am here if you need anything."
+    """Said when the bridge asks the model to check on a caller who has gone quiet."""
     pronunciations: Mapping[str, str] = field(default_factory=dict)
     """CMUdict phones for phrase words the dictionary lacks, e.g. ``{"voicebot": "V OY S B AA T"}``."""
 

@@ -28,10 +28,11 @@ from strands.bidi.types import (
     BidiAudioDeltaEvent,
     BidiAudioStopEvent,
     BidiBargeInEvent,
-    BidiConnectionStartEvent,
     BidiConnectionStopEvent,
+    BidiResponseStartEvent,
     BidiToolUseBlocksEvent,
     BidiTranscriptBlockEvent,
+    BidiTranscriptDeltaEvent,
     BidiTranscriptStartEvent,
 )
 
@@ -40,10 +41,12 @@ from telephony.bridge.answer import AnswerState
 from telephony.bridge.barge_in import BargeIns
 from telephony.bridge.caller_speech import CallerSpeech
 from telephony.bridge.continuity import Continuity
+from telephony.bridge.dead_air import DeadAir
 from telephony.bridge.ending import CallEnding
 from telephony.bridge.failure import error_summary
+from telephony.bridge.hold_sound import HoldSound, load_hold_sound
 from telephony.bridge.inbound import InboundBuffer
-from telephony.bridge.model_guard import guard_model_stream
+from telephony.bridge.model_guard import ModelGuard, guard_model_stream
 from telephony.bridge.observer import Observers
 from telephony.bridge.playback import Playback, Stamp
 from telephony.bridge.prewarm import WarmAgent, claim_warm
@@ -54,7 +57,7 @@ from telephony.bridge.stats import CallStats
 from telephony.bridge.transfer import TRANSCRIPT_LINES, StreamRole
 from telephony.bridge.watchdog import CallClock
 from telephony.call_info import CallInfo
-from telephony.codec import SPEECH_LEVEL_DBFS, TWILIO_RATE, InboundAudio, OutboundAudio
+from telephony.codec import TWILIO_RATE, InboundAudio, OutboundAudio
 from telephony.controls import CALL_CONTROL_KEY
 from telephony.operations.latency import LatencySamples
 from telephony.operations.logs import CallLog
@@ -104,6 +107,8 @@ class AgentLink:
         self.answer = AnswerState()
         """What the model is saying now and what of it was cut: fed here once per event, read everywhere."""
         self.agent: BidiAgent | None = None
+        self.guard: ModelGuard | None = None
+        """The bridge's hold on the model's event stream (telephony.bridge.model_guard)."""
         self.transcript: deque[tuple[str, str]] = deque(maxlen=TRANSCRIPT_LINES)
         self.warmed_on: str | None = None
         """The instance the webhook pre-warmed an agent on (``WARM_PARAMETER``), if any."""
@@ -118,6 +123,21 @@ class AgentLink:
             host, self.answer, self.speech, self.cut_off, self._drop_current_utterance, lambda: self.model
         )
         """The caller talking over the bot: one clear per interruption, on the model's earliest sign of it."""
+        settings = services.settings
+        self.dead_air = DeadAir(
+            settings,
+            answer=self.answer,
+            speech=self.speech,
+            ending=host.ending,
+            playback=lambda: host.playback,
+            swaps=lambda: self.continuity,
+            guard=lambda: self.guard,
+            tell_agent=self.tell_agent,
+            hold=HoldSound(load_hold_sound(settings.hold_sound)),
+            observers=host.observers,
+            call_log=lambda: host.log,
+        )
+        """What the caller is owed and how long they wait for it; rescues a quiet agent, checks on a quiet caller."""
 
     @property
     def model(self) -> Any:
@@ -140,16 +160,15 @@ class AgentLink:
         host.log.info(
             "agent started | model=%s%s", getattr(agent.model, "model_id", "?"), " (pre-warmed)" if self._warm else ""
         )
-        if host.clock is not None:
-            host.clock.agent_started(time.monotonic())
         if self.inbound is not None:
             self.inbound.release()  # held while the first connection was set up
         greeting = settings.greeting if host.role.greeting is None else host.role.greeting
         if greeting and self.inbound is not None:
             self.inbound.put_text(greeting)
-            if host.clock is not None:
-                host.clock.agent_prompted(time.monotonic())
+            self.dead_air.prompted("greeting")  # a model that connects but never answers is caught from here
+        self.dead_air.checks_in = host.role.checks_in
         host.spawn(self._send_loop(agent), "sender")
+        host.spawn(self.dead_air.run(), "dead-air")
         await self._receive_loop(agent)
 
     async def _start_agent(self, call: CallInfo) -> BidiAgent:
@@ -162,7 +181,7 @@ class AgentLink:
         control = host.role.control(host.control())
         if warm is None:
             self.agent = await build_agent(host.role.factory or services.agent_factory, call)
-            guard_model_stream(self.agent.model)
+            self.guard = guard_model_stream(self.agent.model)
             self._open_audio_paths(self.agent)  # caller audio is buffered while the model connects
             await self.agent.start(invocation_state={CALL_CONTROL_KEY: control, "call": call})
             return self.agent
@@ -170,6 +189,7 @@ class AgentLink:
         warm.invocation_state["call"] = call  # now with its stream SID
         warm.control.bind(control)
         self.agent = await asyncio.shield(warm.built)
+        self.guard = guard_model_stream(self.agent.model)  # the one the pre-warmer installed
         self._open_audio_paths(self.agent)
         return await warm.started()
 
@@ -221,10 +241,14 @@ class AgentLink:
         """A frame of the caller's audio: for the watchdog, the speech spans, and the model (never waits)."""
         host = self._host
         host.stats.frames_in += 1
-        if (span := self.speech.frame(media.payload, media.timestamp, time.monotonic())) is not None:
+        now = time.monotonic()
+        if (span := self.speech.frame(media.payload, media.timestamp, now)) is not None:
             host.observers.notify("caller_speech", span)
+            self.dead_air.caller_turn(span)
+        elif self.dead_air.hold.playing and self.speech.last_voiced_at == now:
+            self.dead_air.caller_spoke()
         if host.clock is not None:
-            host.clock.media(time.monotonic(), voiced=self.speech.level_dbfs > SPEECH_LEVEL_DBFS)
+            host.clock.media(now)
         if self.inbound is None:
             return  # the agent is not built yet, so its input rate is unknown (a few ms at most)
         self.inbound.put_audio(media.payload)  # converted a chunk at a time, in the sender
@@ -279,7 +303,10 @@ class AgentLink:
                 host.observers.notify("agent_event", event)
                 self._on_agent_event(event)
         except Exception as error:  # noqa: BLE001 - a failing model gets the apology
-            host.ending.fail(f"agent failed mid-call: {error_summary(error)}", error, kind="agent_stream")
+            if self.dead_air.model_answered:
+                host.ending.fail(f"agent failed mid-call: {error_summary(error)}", error, kind="agent_stream")
+            else:  # refused or dropped before it ever answered (Nova's 403/429/503 come here, not from start())
+                host.ending.fail(f"agent failed to start: {error_summary(error)}", error, kind="agent_start")
             return
         host.log.info("agent ended the conversation")
         host.ending.arm_goodbye("agent stopped")
@@ -287,8 +314,6 @@ class AgentLink:
     def _on_agent_event(self, event: Any) -> None:
         """Dispatch one agent event. Never awaits: the agent's queue holds a single event."""
         host = self._host
-        if host.clock is not None and not isinstance(event, BidiConnectionStartEvent):  # not an answer
-            host.clock.agent_event(time.monotonic())
         self.answer.observe(event)  # first: everything below reads it
         if self.continuity is not None:
             self.continuity.agent_event(event)
@@ -306,6 +331,11 @@ class AgentLink:
             self.transcript.append((speaker, event.transcript))
         elif isinstance(event, BidiToolUseBlocksEvent):
             host.log.info("tool calls: %s", ", ".join(use["name"] for use in event.tool_uses))
+            self.dead_air.tool_started()
+        elif isinstance(event, (BidiResponseStartEvent, BidiTranscriptDeltaEvent)):
+            self.dead_air.model_event()
+        elif isinstance(event, dict) and event.get("type") == "tool_result" and not self.answer.tools_pending:
+            self.dead_air.tool_finished()
         elif isinstance(event, BidiConnectionStopEvent):
             host.log.info("model connection stopped (%s)", event.reason)
 
@@ -324,6 +354,7 @@ class AgentLink:
             pcm = downmix_stereo(pcm)
         outbound = self._outbound_for(event.sample_rate)
         stamps: list[Stamp] = [("audio_to_frame", time.monotonic())]
+        self.dead_air.bot_audio()  # first: a hold sound still playing is cleared before the answer
         self.barge_ins.audio_played(stamps[0][1])
         if self.answer.new_utterance:
             host.stats.turns += 1

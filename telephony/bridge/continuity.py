@@ -54,6 +54,7 @@ from strands.types.content import TextBlock
 from agent.quiet_switch import QuietSwitchTimeout
 from telephony.bridge.answer import AnswerState, decoded_length
 from telephony.bridge.cut_answer import CutAnswer, OpenQuestion, words_heard
+from telephony.bridge.model_guard import QuietModelRestart
 from telephony.bridge.utterance_keeper import UtteranceKeeper
 from telephony.operations.logs import CallLog
 
@@ -140,6 +141,10 @@ class Continuity:
         self._turn_transcribed = False
         """A user transcript came since the latest answer started: the next answer's turn was transcribed already."""
         self._question = OpenQuestion()
+        self.swaps_done = 0
+        """Swaps finished (the connection replaced, or the attempt failed)."""
+        self.asked_again = False
+        """The latest swap gave the new connection the caller's unanswered words, or the cut answer to pick up."""
 
     def attach(self) -> None:
         """Register on the agent's restart hooks (they fire at the swap, before the gate reopens)."""
@@ -228,9 +233,12 @@ class Continuity:
         self.stats.restarts += 1
         self._inbound.hold(self._hold_bytes)
         why = "scheduled, before the provider's limit"
-        if event.timeout_error is not None:
-            quiet = isinstance(event.timeout_error, QuietSwitchTimeout)
-            why = "at a quiet moment, before the provider's limit" if quiet else f"it timed out: {event.timeout_error}"
+        if isinstance(event.timeout_error, QuietSwitchTimeout):
+            why = "at a quiet moment, before the provider's limit"
+        elif isinstance(event.timeout_error, QuietModelRestart):
+            why = str(event.timeout_error)  # the dead-air guard's: the model went quiet while it owed an answer
+        elif event.timeout_error is not None:
+            why = f"it timed out: {event.timeout_error}"
         self._log.warning(
             "model connection being replaced (#%d, %s): caller audio is held until the new one takes it",
             self.stats.restarts,
@@ -268,6 +276,7 @@ class Continuity:
     async def _after_restart(self, event: BidiAfterConnectionRestartEvent) -> None:
         now = self._clock()
         started = self._swap_started if self._swap_started is not None else now
+        self.asked_again = False
         try:
             if self._abandoned:
                 return  # the call is over: nothing to carry over or pick up
@@ -276,8 +285,9 @@ class Continuity:
                 self._log.error("model connection could not be replaced: %r", event.exception)
                 self._side.note("swap", f"model connection could not be replaced: {event.exception!r}")
                 return
-            await self._tell_about_cut()
+            self.asked_again = await self._tell_about_cut()
             carried = await self._carry_over(now)
+            self.asked_again = self.asked_again or bool(carried)
             self._report(now - started, carried)
         finally:
             self._inbound.release()
@@ -287,9 +297,11 @@ class Continuity:
             self._answer_took_turn = self._turn_transcribed = False  # the old connection's late transcript never comes
             self._question.swapped()
             self._last_swap_end = self._clock()
+            self.swaps_done += 1
             self._idle.set()
 
-    async def _tell_about_cut(self) -> None:
+    async def _tell_about_cut(self) -> bool:
+        """True if the new connection was given something to answer: the question again, or where to pick up."""
         cut = self._cut
         if self._question.ask_again:
             self._log.info(
@@ -301,20 +313,21 @@ class Continuity:
             if cut is not None:
                 self.stats.resumed += 1
                 self._side.note("resume", cut.heard_text)
-            return
+            return True
         if cut is None:
-            return
+            return False
         if cut.tool_pending or self._side.goodbye_armed():
             why = "a tool result is on its way" if cut.tool_pending else "the call is ending"
             self._log.info("the cut answer is not picked up: %s", why)
-            return
+            return False
         try:
             await self._agent.model.send(BidiMessage(content=[TextBlock(text=cut.message_for_agent())]))
         except Exception as error:  # noqa: BLE001 - the call goes on; the caller may simply ask again
             self._log.warning("could not tell the new connection where the caller stopped hearing: %r", error)
-            return
+            return False
         self.stats.resumed += 1
         self._side.note("resume", cut.heard_text)
+        return True
 
     async def _carry_over(self, now: float) -> bytes:
         """Give the new connection the utterance the old one had not finished hearing, first (after the question of

@@ -116,6 +116,9 @@ class Playback:
         self.utterances: dict[str, Utterance] = {}
         self.playout_end = 0.0
         """Monotonic time at which Twilio should finish playing what has been written."""
+        self.audible_since = 0.0
+        """Monotonic time the audio playing now (or last) began, after the caller had heard all before it: when the
+        latest stretch of silence at the caller ended."""
         self.frames_sent = 0
         self.frames_dropped = 0
         self.clears = 0
@@ -217,7 +220,10 @@ class Playback:
         count = len(frames)
         self._queued_frames -= count
         self.frames_sent += count
-        self.playout_end = max(self.playout_end, time.monotonic()) + count * FRAME_SECONDS
+        now = time.monotonic()
+        if self.playout_end < now:
+            self.audible_since = now
+        self.playout_end = max(self.playout_end, now) + count * FRAME_SECONDS
         return Outgoing(media_message(self.stream_sid, b"".join(frames)), stamps, count)
 
     def _gather_hold(self) -> float:
@@ -265,6 +271,12 @@ class Playback:
             return 0.0
         playing = max(self.playout_end - time.monotonic(), FRAME_SECONDS)
         return self._queued_frames * FRAME_SECONDS + playing
+
+    def quiet_for(self, now: float) -> float:
+        """Seconds since the caller's ear last had bot audio, by Twilio's estimated playout: 0 while any is queued
+        here or still playing there. Unlike :attr:`idle` it needs no mark back (an utterance cut off before its first
+        mark leaves one pending for ever)."""
+        return 0.0 if self._queued_frames else max(0.0, now - self.playout_end)
 
     def heard_of(self, utterance: str) -> float:
         """About how many seconds of ``utterance`` the caller has heard by now (ask before a clear).

@@ -186,6 +186,7 @@ class CallSession:
         if handed_to is not None:
             self.stats.end_reason, self.stats.ended_by = f"on hold: warm transfer to {handed_to.destination}", "agent"
         await self._link.stop()
+        self._link.dead_air.finish(time.monotonic())
         outcome = self.outcome(handed_to.destination if handed_to is not None else None)
         if self.call is not None:
             self._log_summary(outcome)
@@ -219,13 +220,14 @@ class CallSession:
             playback = self.playback
             dropped_frames = playback.frames_dropped if playback else 0
             self._services.metrics.record_call(self.stats, self._link.dropped_chunks, dropped_frames)
+            self._services.metrics.record_dead_air(self._link.dead_air.longest_s, self._link.dead_air.steps)
             self._services.metrics.call_outcome(outcome.code)
 
     def _log_summary(self, outcome: CallOutcome) -> None:
         playback = self.playback
         self._log.info(
             "call ended | outcome=%s by=%s reason=%s duration=%.1fs turns=%d barge_ins=%d frames_in=%d frames_out=%d "
-            "caller_audio_dropped_chunks=%d bad_messages=%d model_restarts=%d latency(p50/p99) %s",
+            "caller_audio_dropped_chunks=%d bad_messages=%d model_restarts=%d dead_air_max=%.1fs%s latency(p50/p99) %s",
             outcome.code.value,
             self.stats.ended_by or "unknown",
             self.stats.end_reason or "unknown",
@@ -237,6 +239,8 @@ class CallSession:
             self._link.dropped_chunks,
             self.stats.bad_messages,
             self._link.restarts,
+            self._link.dead_air.longest_s,
+            "".join(f" {name}={count}" for name, count in sorted(self._link.dead_air.steps.items())),
             self.latency.brief() or "-",
         )
 
@@ -289,6 +293,7 @@ class CallSession:
         self._link.caller_audio(media)
 
     def keypress(self, digit: str) -> None:
+        self._link.dead_air.keypress()
         if not self.role.on_dtmf(self._leg, digit):
             self.tell_agent(f"The caller pressed {digit} on their keypad.")
 

@@ -1,5 +1,5 @@
 """The call's watchdog task: a few times a second, ask the clock (telephony.bridge.watchdog) for a verdict
-and act on it (tell the agent to wrap up, hang up, or apologise for an agent that stopped answering)."""
+and act on it (tell the agent to wrap up, or hang up)."""
 
 from __future__ import annotations
 
@@ -70,9 +70,6 @@ class TimeLimits:
         elif verdict is Verdict.STREAM_GONE:
             self._count_error("stream_gone")
             await self._hang_up("no audio from Twilio: the stream is gone")
-        elif verdict is Verdict.AGENT_UNRESPONSIVE:
-            reason = "agent unresponsive: the caller spoke and the agent produced nothing"
-            self._ending.fail(reason, kind="agent_unresponsive")
 
     async def _hang_up(self, reason: str) -> None:
         self.timed_out = self.timed_out or reason
@@ -84,7 +81,6 @@ def limits_from(settings: Settings) -> Limits:
         max_call_s=settings.max_call_s,
         warning_s=settings.call_warning_s,
         caller_silence_s=settings.caller_silence_timeout_s,
-        agent_silence_s=settings.agent_silence_timeout_s,
         wrap_up_s=settings.wrap_up_s,
     )
 

@@ -1,5 +1,7 @@
 """Time limits for one call: every call ends, whatever the caller, Twilio or the model do.
 
+(An agent that stops answering is the dead-air guard's: telephony.bridge.dead_air.)
+
 Pure bookkeeping (no I/O, no tasks): the session feeds it what happens and asks, a few times a
 second, whether some limit has been reached. Each verdict is returned once.
 """
@@ -15,7 +17,6 @@ class Verdict(Enum):
     WRAP_UP = "the call must wrap up now"
     FORCE_END = "the call did not wrap up in time"
     STREAM_GONE = "no audio from Twilio: the stream is gone"
-    AGENT_UNRESPONSIVE = "the agent has not answered the caller"
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,6 @@ class Limits:
     """How long before ``max_call_s`` the agent is told to start wrapping up."""
     caller_silence_s: float = 15.0
     """Twilio sends a frame every 20 ms even when nobody speaks; none for this long means the stream died."""
-    agent_silence_s: float = 20.0
-    """The caller spoke (or the agent was asked to greet) and the agent has produced no event at all for this long."""
     wrap_up_s: float = 20.0
     """Time the agent gets to say goodbye (and have it heard) once told to wrap up."""
 
@@ -36,31 +35,11 @@ class CallClock:
         self.limits = limits
         self.started_at = now
         self._last_media = now
-        self._caller_spoke: float | None = None
-        self._last_agent_event = now
-        self._agent_running = False
         self._wrap_up_deadline: float | None = None
         self._given: set[Verdict] = set()
 
-    def media(self, now: float, voiced: bool) -> None:
+    def media(self, now: float) -> None:
         self._last_media = now
-        if voiced:
-            self._caller_spoke = now
-
-    def agent_prompted(self, now: float) -> None:
-        """The agent was asked to speak (the greeting): silence from here counts as if the caller had spoken.
-
-        A model whose connection never comes up (the CRT client waits forever on a TLS handshake it
-        rejected) or stalls before its first words would otherwise leave a quiet caller in dead air.
-        """
-        self._caller_spoke = now
-
-    def agent_started(self, now: float) -> None:
-        self._agent_running = True
-        self._last_agent_event = now
-
-    def agent_event(self, now: float) -> None:
-        self._last_agent_event = now
 
     def wrap_up(self, now: float) -> None:
         """Start the wrap-up period now (e.g. the server is shutting down)."""
@@ -85,9 +64,6 @@ class CallClock:
             reached.append(Verdict.STREAM_GONE)
         if self._wrap_up_deadline is not None and now >= self._wrap_up_deadline:
             reached.append(Verdict.FORCE_END)
-        if self._agent_running and self._caller_spoke is not None and self._caller_spoke >= self._last_agent_event:
-            if now - self._last_agent_event >= limits.agent_silence_s:
-                reached.append(Verdict.AGENT_UNRESPONSIVE)
         if elapsed >= limits.max_call_s:
             reached.append(Verdict.WRAP_UP)
         if elapsed >= limits.max_call_s - limits.warning_s:

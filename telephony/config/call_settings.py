@@ -9,6 +9,7 @@ from .rules import (
     AGENT_SPEC,
     DIAL_DESTINATION,
     FRAME_MULTIPLE,
+    HOLD_SOUND,
     MODEL_PROVIDERS,
     NOVA_RATES,
     POSITIVE_SECONDS,
@@ -208,12 +209,6 @@ class LimitSettings:
         "No audio frames from Twilio for this long: the stream is gone, the call is ended.",
         rule=POSITIVE_SECONDS,
     )
-    agent_silence_timeout_s: float = setting(
-        "VOICEBOT_AGENT_SILENCE_TIMEOUT",
-        20.0,
-        "The caller spoke and the agent produced nothing for this long: apology, hang-up.",
-        rule=POSITIVE_SECONDS,
-    )
     max_message_bytes: int = setting(
         "VOICEBOT_MAX_MESSAGE_BYTES",
         64 * 1024,
@@ -231,6 +226,60 @@ class LimitSettings:
         30.0,
         "On SIGTERM, seconds calls in progress get to finish before they are asked to say goodbye.",
         rule=POSITIVE_SECONDS,
+    )
+
+
+@dataclass(frozen=True)
+class DeadAirSettings:
+    """Dead air
+
+    The agent *owes* the caller an answer once the caller's turn has ended, a tool's result has come back, or it
+    was asked to greet or check in. While it owes one and nothing reaches the caller's ear, the bridge covers the
+    silence, nudges the agent, replaces the model's connection (the conversation so far goes with it) and asks
+    again, and only then apologises. A caller's own silence is never held against the agent: a caller who says
+    nothing is checked on instead (docs/operations.md, "Dead air").
+    """
+
+    answer_timeout_s: float = setting(
+        "VOICEBOT_ANSWER_TIMEOUT",
+        3.5,
+        "The agent owes an answer and nothing has been audible for this long: the hold sound plays and the agent "
+        "is nudged; at twice this long its model connection is replaced and it is asked again.",
+        rule=POSITIVE_SECONDS,
+    )
+    agent_silence_timeout_s: float = setting(
+        "VOICEBOT_AGENT_SILENCE_TIMEOUT",
+        15.0,
+        "Still no answer this long after it was owed: apology, then hang-up. More than twice "
+        "`VOICEBOT_ANSWER_TIMEOUT`.",
+        rule=POSITIVE_SECONDS,
+    )
+    hold_sound: str = setting(
+        "VOICEBOT_HOLD_SOUND",
+        "",
+        "What the caller hears while a tool runs or a silent model is being rescued: a WAV file (mono, 16-bit) or "
+        "raw 8 kHz μ-law; `off` for silence.",
+        rule=HOLD_SOUND,
+        shown_default="a soft shipped tick (`telephony/bridge/assets/hold.ulaw`)",
+    )
+    hold_sound_after_s: float = setting(
+        "VOICEBOT_HOLD_SOUND_AFTER",
+        1.0,
+        "A tool has run this long with nothing playing: the hold sound starts (it stops when the agent speaks).",
+        rule=POSITIVE_SECONDS,
+    )
+    caller_idle_timeout_s: float = setting(
+        "VOICEBOT_CALLER_IDLE_TIMEOUT",
+        10.0,
+        "The caller has said nothing for this long after the bot's last words were heard: the agent checks in; "
+        "0 turns check-ins off.",
+        rule=between(0, 3600, "{variable} must be between 0 (off) and 3600 seconds", "0 (off) to 3600 seconds"),
+    )
+    caller_idle_checks: int = setting(
+        "VOICEBOT_CALLER_IDLE_CHECKS",
+        2,
+        "Check-ins a silent caller gets; after the last one the agent says goodbye and the call ends.",
+        rule=between(1, 10, "{variable} must be between 1 and 10", "1 to 10"),
     )
 
 

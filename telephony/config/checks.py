@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from .call_settings import TWILIO_HOLD_MUSIC, LimitSettings, TransferSettings
+from .call_settings import TWILIO_HOLD_MUSIC, DeadAirSettings, LimitSettings, TransferSettings
 from .declare import ConfigError, specs_of
 from .rules import AGENT_SPEC, http_url
 from .server_settings import ConsoleSettings, OperationsSettings, TwilioSettings
@@ -23,6 +23,16 @@ def check_twilio_account(settings: Settings) -> None:
         raise ConfigError(
             "PUBLIC_URL is not set: Twilio signs requests over the public URL, so they cannot be verified "
             "without it (set it to your https:// ngrok or load-balancer address)"
+        )
+
+
+def check_dead_air(settings: Settings) -> None:
+    """The apology comes after the nudge and the reconnect, not before them."""
+    if settings.agent_silence_timeout_s <= 2 * settings.answer_timeout_s:
+        raise ConfigError(
+            f"VOICEBOT_AGENT_SILENCE_TIMEOUT ({settings.agent_silence_timeout_s:g} s) must be more than twice "
+            f"VOICEBOT_ANSWER_TIMEOUT ({settings.answer_timeout_s:g} s): the agent is nudged at one, its connection "
+            "replaced at two, and only then apologised for"
         )
 
 
@@ -81,6 +91,7 @@ def check_console(settings: Settings) -> None:
 GROUP_CHECKS: Mapping[type, tuple[Callable[[Settings], None], ...]] = {
     TwilioSettings: (check_twilio_account,),
     LimitSettings: (check_limits,),
+    DeadAirSettings: (check_dead_air,),
     TransferSettings: (check_warm_transfer,),
     OperationsSettings: (check_workers,),
     ConsoleSettings: (check_console,),

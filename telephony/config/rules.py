@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from telephony.codec import FRAME_MS
+from telephony.codec import FRAME_MS, SoundFileError, load_sound_file
 
 from .declare import ConfigError, Rule
 
@@ -117,3 +117,17 @@ FOLDER = Rule(
     "{variable}={value!r} is a file: point it at a folder (it is created if missing)",
     "a folder (created if missing)",
 )
+
+
+def _playable(value: str) -> bool:
+    """Empty (the shipped sound), ``off``, or a sound file the bridge can play (else a ConfigError saying why)."""
+    if value in ("", "off"):
+        return True
+    try:
+        load_sound_file(value)
+    except SoundFileError as error:
+        raise ConfigError(f"VOICEBOT_HOLD_SOUND={value!r}: {error}") from error
+    return True
+
+
+HOLD_SOUND = Rule(_playable, "{variable}={value!r} is not a sound file", "a WAV or raw μ-law file, or `off`")

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from .call_settings import (
     AudioSettings,
     CallStartSettings,
+    DeadAirSettings,
     LimitSettings,
     ModelSettings,
     TransferSettings,
@@ -36,6 +37,7 @@ GROUPS: tuple[type, ...] = (
     AudioSettings,
     CallStartSettings,
     LimitSettings,
+    DeadAirSettings,
     TransferSettings,
     OperationsSettings,
     RecordingSettings,
@@ -50,6 +52,7 @@ class Settings(
     RecordingSettings,
     OperationsSettings,
     TransferSettings,
+    DeadAirSettings,
     LimitSettings,
     CallStartSettings,
     AudioSettings,

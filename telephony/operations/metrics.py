@@ -13,6 +13,7 @@ target per server, as Prometheus users expect of gunicorn-style servers.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -88,6 +89,20 @@ class Metrics:
             buckets=(2, 4, 6, 8, 10, 15, 20, 30, 45, 60),
             registry=r,
         )
+        self.dead_air = Histogram(
+            "voicebot_dead_air_seconds",
+            "Each call's longest dead air: from the end of the caller's turn (or a tool's start, or a check-in or "
+            "greeting being due) to the first bot audio the caller could hear.",
+            buckets=(0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 20.0),
+            registry=r,
+        )
+        self.dead_air_steps = Counter(
+            "voicebot_dead_air_steps",
+            "What the bridge did about silence: nudge, reconnect, apology (a quiet agent); check_in, idle_goodbye, "
+            "idle_end (a quiet caller).",
+            ["step"],
+            registry=r,
+        )
         self.bad_messages = Counter("voicebot_bad_messages", "Malformed or foreign Media Streams messages.", registry=r)
 
     def render(self) -> bytes:
@@ -118,6 +133,12 @@ class Metrics:
             self.frames_dropped.labels(direction="caller").inc(caller_chunks_dropped)
         if bot_frames_dropped:
             self.frames_dropped.labels(direction="bot").inc(bot_frames_dropped)
+
+    def record_dead_air(self, longest_s: float, steps: Mapping[str, int]) -> None:
+        """One call's longest dead air and its rescue steps and check-ins, once, when it ends."""
+        self.dead_air.observe(longest_s)
+        for step, count in steps.items():
+            self.dead_air_steps.labels(step=step).inc(count)
 
 
 class CallStatsLike(Protocol):

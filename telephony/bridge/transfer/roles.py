@@ -44,6 +44,8 @@ class StreamRole:
 
     factory: AgentFactory | None = None
     greeting: str | None = None
+    checks_in: bool = True
+    """A silent caller is checked on (telephony.bridge.dead_air)."""
 
     def __init__(self, refusal: str | None = None) -> None:
         self.refusal = refusal
@@ -76,6 +78,7 @@ class BriefingRole(StreamRole):
     """The person's call: the briefing agent talks; 1 accepts, 2 declines; hanging up brings the caller back."""
 
     greeting = BRIEFING_GREETING
+    checks_in = False  # the person has the accept timeout to decide in; no "are you still there?"
 
     def __init__(self, desk: BriefingDesk, transfer: WarmTransfer) -> None:
         super().__init__()
