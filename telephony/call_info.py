@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
+
+current_call_sid: ContextVar[str | None] = ContextVar("voicebot_call_sid", default=None)
+"""The call SID of the call the running task serves, if any: set where a call's tasks begin (its session, its
+pre-warmed agent) and inherited by every task they start, so code that holds no call (a model adapter) can still key
+its log lines by call."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -335,5 +335,5 @@ def test_a_hold_sound_file_is_read_from_wav_or_raw_ulaw_and_a_bad_one_is_refused
         wav.writeframes(b"\x00\x10" * 1600)
     with pytest.raises(SoundFileError, match="mono 16-bit"):
         load_sound_file(stereo)
-    with pytest.raises(ConfigError, match="VOICEBOT_HOLD_SOUND.*cannot read"):
+    with pytest.raises(ConfigError, match=r"VOICEBOT_HOLD_SOUND.*cannot read"):
         load_settings({"VOICEBOT_HOLD_SOUND": str(tmp_path / "missing.wav")}, dotenv=None)

@@ -235,7 +235,7 @@ class DeadAir:
             return
         if self._ending.failing or self._ending.hanging_up:
             self.owed = None
-            self.hold.stop(playback)
+            self.hold.stop(None)  # no clear of our own: the apology cuts it off (and must not be cleared itself)
             return
         self._time_the_wait(playback, now)
         if self._ending.goodbye_armed:
@@ -355,7 +355,7 @@ class DeadAir:
             self._give_up(owed, silent)
 
     def _give_up(self, owed: Owed, silent: float) -> None:
-        self.hold.stop(self._playback())
+        self.hold.stop(None)  # the apology cuts it off
         self._step("apology", f"nothing audible {silent:.1f} s after {WHY[owed.why]}, after a nudge and a reconnect")
         if self.model_answered:
             reason = f"agent unresponsive: nothing audible {silent:.0f} s after {WHY[owed.why]}"

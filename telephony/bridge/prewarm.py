@@ -23,7 +23,7 @@ from strands.bidi import BidiAgent
 
 from telephony.bridge.agent_factory import AgentFactory, build_agent
 from telephony.bridge.model_guard import guard_model_stream
-from telephony.call_info import CallInfo
+from telephony.call_info import CallInfo, current_call_sid
 from telephony.controls import CALL_CONTROL_KEY
 from telephony.twilio.parameters import WARM, public_only
 
@@ -135,6 +135,7 @@ class Prewarmer:
         self.discard(call_sid, f"no stream within {self._ttl_s:.0f}s")
 
     async def _start(self, warm: WarmAgent) -> None:
+        current_call_sid.set(warm.call.call_sid)  # this task's own context: the model's tasks log by call too
         try:
             agent = await build_agent(self._factory, warm.call)
             guard_model_stream(agent.model)

@@ -41,7 +41,7 @@ from telephony.bridge.transfer import StreamRole, WarmTransfers
 from telephony.bridge.twilio_stream import DIAL_PARAMETER as DIAL_PARAMETER  # moved there; `voicebot call` uses it
 from telephony.bridge.twilio_stream import TwilioStream, admit
 from telephony.bridge.watchdog import CallClock
-from telephony.call_info import CallInfo
+from telephony.call_info import CallInfo, current_call_sid
 from telephony.call_outcome import CallOutcome, decide
 from telephony.config import Settings
 from telephony.operations.latency import LatencySamples
@@ -146,6 +146,7 @@ class CallSession:
         return True
 
     def _begin(self, start: Start) -> None:
+        current_call_sid.set(start.call_sid)  # the call's tasks, and the model's, start from here: they log by call
         self.call = self.role.call_info(start.call_info())
         self._leg.bind(self.call, asyncio.get_running_loop(), self._hand_offs)
         self._link.warmed_on = start.custom_parameters.get(WARM_PARAMETER)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from telephony.call_outcome import CallOutcome, Outcome
+from telephony.recording import dead_air
 from telephony.recording.call_audio import CallAudio
 from telephony.recording.format import EVENTS_FILE, RecordingError, read
 from telephony.recording.transcript import TRANSCRIPT_FILE, TranscriptBuilder, write_transcript
@@ -85,6 +86,7 @@ def _nothing_recorded(folder: Path, why: str) -> dict[str, Any]:
         "events": [],
         "barge_ins": [],
         "notes": [],
+        "dead_air": dead_air.summary([]),
     }
 
 

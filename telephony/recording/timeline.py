@@ -1,6 +1,7 @@
 """The ``events`` of ``transcript.json``: what happened on a call besides speech, on the turns' clock.
 
-Key presses, barge-ins, tool calls and results, transfers, model connection swaps, errors, limits and the
+Key presses, barge-ins, tool calls and results, transfers, model connection swaps, errors, limits, the bridge
+rescuing a quiet agent or checking on a silent caller, long dead air (telephony.recording.dead_air) and the
 hang-up, each ``{"t", "kind", "label", "detail"}``, so that a replayed call reads in order: the bot's answer
 to a key press follows the key press. Times are the records' own (seconds since the stream started, the
 clock bot turns are placed on), as the bridge saw them happen.
@@ -11,10 +12,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("dtmf", "barge_in", "tool_call", "tool_result", "transfer", "model_swap", "error", "hangup", "limit", "note")
+from telephony.recording import dead_air
+
+KINDS = (
+    "dtmf",
+    "barge_in",
+    "tool_call",
+    "tool_result",
+    "transfer",
+    "model_swap",
+    "error",
+    "hangup",
+    "limit",
+    "rescue",
+    "check_in",
+    "dead_air",
+    "note",
+)
 """Every kind an event may have (``note``: anything else the bridge noted)."""
-QUIET_NOTES = {"outcome"}
-"""Notes that are not events of their own (the outcome is the transcript's ``outcome``)."""
+QUIET_NOTES = {"outcome", "hold_sound"}
+"""Notes that are not events of their own (the outcome is the transcript's ``outcome``; the hold sound starts and
+stops with every tool that runs, too often to list). ``dead_air`` notes are events only when the wait was long
+(``dead_air.SHOWN_FROM_S``): every one is in the transcript's ``dead_air``."""
 NOTE_KINDS = {
     "barge_in": "barge_in",
     "transfer": "transfer",
@@ -25,6 +44,8 @@ NOTE_KINDS = {
     "hangup": "hangup",
     "limit": "limit",
     "wrap_up": "limit",
+    "rescue": "rescue",
+    "check_in": "check_in",
 }
 MAX_DETAIL = 500
 """Characters of a detail kept (a model's error can be long; the whole of it is in ``events.jsonl``)."""
@@ -62,6 +83,11 @@ class Timeline:
     def _from_note(self, at: float, note: str, detail: str) -> None:
         if note in QUIET_NOTES:
             return
+        if note == dead_air.NOTE:
+            wait = dead_air.parse_wait(detail)
+            if wait is not None and wait["s"] >= dead_air.SHOWN_FROM_S:
+                self._add(at, "dead_air", dead_air.label(wait), detail)
+            return
         kind = NOTE_KINDS.get(note, "note")
         self._add(at, kind, _note_label(note, detail), detail)
 
@@ -94,6 +120,8 @@ def _note_label(note: str, detail: str) -> str:
         "hangup": f"hang-up: {detail}",
         "limit": f"time limit: {detail.replace('_', ' ')}",
         "wrap_up": f"asked to wrap up: {detail}",
+        "rescue": f"quiet agent: {detail}",
+        "check_in": f"silent caller: {detail}",
     }
     return _short(labels.get(note, f"{note.replace('_', ' ')}: {detail}"), 160)
 

@@ -16,8 +16,11 @@
 
 Barge-ins, hang-ups and errors the bridge noted are listed with their times; ``events`` puts everything that
 happened besides speech on the same clock as the turns (telephony.recording.timeline), and ``outcome`` says how
-the call ended (telephony.call_outcome). A bot turn with a ``latency_s`` also has its ``stages``: the caller's
-end of speech, when the model reported the words, the first audio sent and the first audio heard.
+the call ended (telephony.call_outcome). ``dead_air`` lists every wait the bridge measured (the caller hearing
+nothing while an answer was owed: telephony.recording.dead_air), each ``{"t", "s", "after", "ended_by"}`` with
+``t`` when the wait ended, and ``max_s`` the longest (0.0 with none). A bot turn with a ``latency_s`` also has its
+``stages``: the caller's end of speech, when the model reported the words, the first audio sent and the first
+audio heard.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 
 from telephony.call_outcome import from_records
 from telephony.codec import FRAME_SECONDS, TWILIO_RATE
+from telephony.recording import dead_air
 from telephony.recording.call_audio import CallAudio
 from telephony.recording.timeline import Timeline
 from telephony.twilio.media_streams import media_frames
@@ -74,6 +78,8 @@ class TranscriptBuilder:
     _order: int = 0
     _speech: list[tuple[float, float]] = field(default_factory=list)
     """Caller speech spans as the bridge heard them, on the stream's clock (mapped onto the call's at the end)."""
+    _waits: list[dict[str, Any]] = field(default_factory=list)
+    """Dead air measured by the bridge (``dead_air`` notes), for the transcript's ``dead_air``."""
 
     def add(self, record: dict[str, Any]) -> None:
         at = float(record.get("t", 0.0))
@@ -146,6 +152,8 @@ class TranscriptBuilder:
             self._outcome_notes.append({"kind": "note", "note": note, "detail": detail})
         if note == "outcome":
             return
+        if note == dead_air.NOTE and (wait := dead_air.parse_wait(detail)) is not None:
+            self._waits.append({"t": round(at, 3), **wait})
         self.notes.append({"t": round(at, 3), "note": note, "detail": detail})
         if note == "error":
             self._bot_turn(at).text.append("(apology)")
@@ -178,6 +186,7 @@ class TranscriptBuilder:
             "events": self.timeline.events(),
             "barge_ins": [note["t"] for note in self.notes if note["note"] == "barge_in"],
             "notes": [note for note in self.notes if note["note"] != "barge_in"],
+            "dead_air": dead_air.summary(self._waits),
         }
 
     def _place_on_speech(self, callers: list[dict[str, Any]]) -> None:

@@ -61,4 +61,4 @@ def test_the_old_errors_and_marker_modules_still_give_their_names() -> None:
 def test_the_model_is_built_under_its_own_name_and_logs_under_the_old_one() -> None:
     nova = model.NovaSonicModel(model_id="amazon.nova-2-5-sonic", region="eu-north-1", crt_threads=0)
     assert type(nova).__name__ == "NovaSonicModel"
-    assert model.log is logging.getLogger("agent.bedrock_endpoint")
+    assert model.log.logger is logging.getLogger("agent.bedrock_endpoint")

@@ -107,7 +107,6 @@ async def model_line(
         "model": model.name,
         "model_id": model.model_id,
         "greeting": GREETING,
-        "agent_silence_timeout_s": 3.0,
         "agent_start_timeout_s": 10.0,
     }
     settings = replace(TEST_SETTINGS, **{**defaults, **overrides})
@@ -153,6 +152,10 @@ def caller_tone(seconds: float, hz: float = CALLER_HZ) -> bytes:
     """Caller 'speech' as μ-law 8 kHz: loud enough for the local servers' level detectors."""
     t = np.arange(int(seconds * 8000)) / 8000
     return pcm16_to_ulaw((0.3 * 32767 * np.sin(2 * math.pi * hz * t)).astype("<i2").tobytes())
+
+
+QUICK_RESCUE = {"answer_timeout_s": 0.5, "agent_silence_timeout_s": 2.0}
+"""Dead-air rescue in seconds, for the tests of a model that goes quiet (nudge 0.5 s, reconnect 1 s, apology 2 s)."""
 
 
 async def talk(call: FakeTwilioCall, speech_s: float, then_silence_s: float) -> None:

@@ -36,8 +36,8 @@ def test_clock_stream_gone() -> None:
     for tick in range(1, 10):
         clock.media(tick)
         assert clock.check(tick) is None
-    assert clock.check(14.9) is None
-    assert clock.check(15) is Verdict.STREAM_GONE  # no media since t=10
+    assert clock.check(13.9) is None
+    assert clock.check(14) is Verdict.STREAM_GONE  # no media since t=9
 
 
 def test_shutdown_wrap_up_starts_the_grace_period() -> None:

@@ -45,6 +45,7 @@ from .model_calls import (
     GREETING_HZ,
     LONG_HZ,
     NOVA,
+    QUICK_RESCUE,
     call_until_hung_up,
     heard_at_least,
     heard_hz,
@@ -403,31 +404,31 @@ async def test_an_unreachable_endpoint_gets_the_apology_and_names_the_endpoint(
         async with nova_line(local_nova, monkeypatch) as line:
             call = await call_until_hung_up(line)
     assert heard_the_apology(call)
-    assert "agent failed mid-call: SmithyError: AWS_IO_SOCKET_CONNECTION_REFUSED" in caplog.text
+    assert "agent failed to start: SmithyError: AWS_IO_SOCKET_CONNECTION_REFUSED" in caplog.text  # never answered
     assert f"what to do: cannot reach Bedrock at {endpoint} (AWS_IO_SOCKET_CONNECTION_REFUSED)" in caplog.text
     assert "agent did not stop cleanly" not in caplog.text  # the failed stream did not hold up the hang-up
     assert not local_nova.sessions
 
 
-async def test_an_untrusted_certificate_leaves_the_greeting_unanswered_until_the_silence_limit(
+async def test_an_untrusted_certificate_leaves_the_greeting_unanswered_until_the_rescue_gives_up(
     local_nova: LocalNova, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """awscrt never completes a connection whose TLS handshake it rejected: no error reaches the model.
 
-    The bridge's agent-silence limit counts the greeting as something the agent owes an answer to, so
-    even a caller who waits quietly hears the apology, after VOICEBOT_AGENT_SILENCE_TIMEOUT.
+    The greeting is an answer the agent owes, so even a caller who waits quietly is rescued: nudged, given a new
+    connection (which fails the same way), then the apology, and the call is filed as a failure to start.
     """
     monkeypatch.delenv("AWS_CA_BUNDLE")  # the local Nova's certificate is signed by a CA nobody trusts
     caplog.set_level(logging.INFO)
-    async with nova_line(local_nova, monkeypatch, agent_silence_timeout_s=1.5) as line:
+    async with nova_line(local_nova, monkeypatch, **QUICK_RESCUE) as line:
         call = await call_until_hung_up(line)
         await close_pending_handshakes()
     assert heard_the_apology(call)
-    apology_started = min(frame.at for frame in call.heard if frame.payload == load_apology()[:160])
-    assert apology_started > 1.5
     started = next(record.created for record in caplog.records if "| agent started |" in record.getMessage())
-    gave_up = next(record.created for record in caplog.records if "agent unresponsive" in record.getMessage())
-    assert 1.5 <= gave_up - started < 1.5 + 1.0  # the limit counts from the greeting, asked once the agent started
+    gave_up = next(record.created for record in caplog.records if "its model never answered" in record.getMessage())
+    assert 2.0 <= gave_up - started < 2.0 + 1.0  # counted from the greeting, asked once the agent started
+    assert "nudge:" in caplog.text and "reconnect:" in caplog.text
+    assert "outcome=failed-agent-start" in caplog.text
     assert not local_nova.sessions
 
 
@@ -499,21 +500,31 @@ async def test_a_reset_stream_ends_the_call_with_the_apology_and_shutdown_does_n
     assert "agent did not stop cleanly" not in caplog.text  # the agent stopped by itself, not at the 5 s stop timeout
 
 
-async def test_a_stalled_stream_ends_the_call_with_the_apology_after_the_silence_limit(
+async def test_a_stalled_stream_is_replaced_and_the_caller_is_answered_without_asking_again(
     local_nova: LocalNova, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Nova stops sending anything: the dead-air guard nudges it, then replaces the connection with the
+    conversation so far and the caller's unanswered words, and the new connection answers them."""
     local_nova.faults.push(Fault.stall(after_s=1.0))
-    local_nova.brain = ScriptedBrain(texts=[Reply(text="Hello.", audio=Tone(0.4, hz=GREETING_HZ))])
+    local_nova.brain = ScriptedBrain(
+        texts=[Reply(text="Hello.", audio=Tone(0.4, hz=GREETING_HZ))],
+        turns=[Reply(text="Here I am.", audio=Tone(0.5, hz=ANSWER_HZ), heard="are you there")],
+    )
     rest = FakeCallControl()
     caplog.set_level(logging.INFO)
-    async with nova_line(local_nova, monkeypatch, rest=rest, agent_silence_timeout_s=1.5) as line:
-        call = await call_until_hung_up(line, speak_at_s=1.5)
+    async with nova_line(local_nova, monkeypatch, rest=rest, **QUICK_RESCUE) as line:
+        async with line.caller() as call:
+            await call.connect()
+            await call.silence(1.5)
+            await talk(call, 0.5, 0.0)
+            spoke = call.now()
+            await listen_until(call, heard_at_least(ANSWER_HZ, 0.46), timeout=8.0)
+            await call.stop()
         await until(lambda: not line.app.state.sessions, what="the session to finish")
 
-    assert local_nova.sessions[0].ended_by == "fault: stall"
-    assert heard_the_apology(call) and len(rest.calls) == 1
-    apology_started = min(frame.at for frame in call.heard if frame.payload == load_apology()[:160])
-    # the caller spoke at 1.5 s; the agent's last event was the greeting's (~0.7 s), so the 1.5 s limit has passed
-    assert 1.5 < apology_started < 1.5 + 0.5 + 1.5
-    assert "agent did not stop cleanly" not in caplog.text  # the agent stopped by itself, not at the 5 s stop timeout
-    assert "agent unresponsive: the caller spoke and the agent produced nothing" in caplog.text
+    assert local_nova.sessions[0].ended_by == "fault: stall" and len(local_nova.sessions) == 2
+    answers = [frame.at for frame in call.heard if frame.at > spoke and round(frame_hz(frame.payload), -2) == ANSWER_HZ]
+    answered = min(answers)
+    assert answered - spoke < 4.0  # nudge at 0.5 s, new connection at 1 s of silence, then its answer
+    assert not heard_the_apology(call) and not rest.calls
+    assert "reconnect:" in caplog.text and "agent did not stop cleanly" not in caplog.text

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
 from strands.bidi import BidiAgent
 
@@ -14,24 +11,6 @@ from telephony.call_info import CallInfo
 
 from ..conftest import TEST_SETTINGS
 from ..fakes.model import ScriptedModel
-
-BRIDGE = Path(__file__).resolve().parents[2] / "telephony" / "bridge"
-PARTS = [
-    "agent_link.py",
-    "answer.py",
-    "continuity.py",
-    "cut_answer.py",
-    "ending.py",
-    "hand_offs.py",
-    "services.py",
-    "session.py",
-    "stats.py",
-    "time_limits.py",
-    "twilio_stream.py",
-    "utterance_keeper.py",
-]
-MAX_LINES = 450
-MAX_ATTRIBUTES = 20
 
 
 def agent(call: CallInfo) -> BidiAgent:
@@ -61,25 +40,3 @@ def test_a_session_is_built_from_keywords_or_from_services() -> None:
         assert not session.responding and not session.ended and session.call is None and session.agent is None
     with pytest.raises(TypeError):
         CallSession(object())  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("module", PARTS)
-def test_no_part_of_the_call_grows_into_a_hub(module: str) -> None:
-    source = (BRIDGE / module).read_text()
-    assert source.count("\n") <= MAX_LINES
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ClassDef):
-            assert len(instance_attributes(node)) <= MAX_ATTRIBUTES, node.name
-
-
-def instance_attributes(cls: ast.ClassDef) -> set[str]:
-    names = {
-        item.target.id for item in cls.body if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
-    }
-    for node in ast.walk(cls):
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        for target in targets:
-            for part in ast.walk(target) if target is not None else ():
-                if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "self":
-                    names.add(part.attr)
-    return names

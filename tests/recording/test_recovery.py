@@ -41,6 +41,10 @@ RECORDS = [
     {"t": 1.4, "kind": "note", "note": "error", "detail": "agent failed mid-call: boom"},
     {"t": 1.5, "kind": "note", "note": "hangup", "detail": "agent failed mid-call: boom"},
     {"t": 1.6, "kind": "note", "note": "limit", "detail": "warn"},
+    {"t": 1.61, "kind": "note", "note": "rescue", "detail": "nudged the agent"},
+    {"t": 1.62, "kind": "note", "note": "check_in", "detail": "checked on the silent caller"},
+    {"t": 1.63, "kind": "note", "note": "dead_air", "detail": '{"s": 2.5, "after": "tool", "ended_by": "audio"}'},
+    {"t": 1.64, "kind": "note", "note": "hold_sound", "detail": "started"},
     {"t": 1.7, "kind": "note", "note": "transfer", "detail": "+15550009999"},
     {"t": 1.8, "kind": "note", "note": "caller_spoke", "detail": "nothing was playing"},
 ]
@@ -74,6 +78,9 @@ def test_a_dead_writers_recording_is_rebuilt_in_order_and_marked_recovered(tmp_p
         "error",
         "hangup",
         "limit",
+        "rescue",
+        "check_in",
+        "dead_air",
         "transfer",
     ]
     assert transcript["events"][0] | {"t": 0} == {"t": 0, "kind": "dtmf", "label": "key 5", "detail": "5"}

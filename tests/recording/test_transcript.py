@@ -52,3 +52,41 @@ def test_without_speech_records_caller_turns_keep_the_models_timing() -> None:
     records = [agent(5.0, "bidi_transcript_block", role="user", transcript="hello", content_id="u1")]
     (caller,) = build(records)["turns"]
     assert (caller["start"], caller["end"]) == (5.0, 5.0)
+
+
+def note(t: float, kind: str, detail: str) -> dict[str, Any]:
+    return {"t": t, "kind": "note", "note": kind, "detail": detail}
+
+
+def test_dead_air_is_listed_with_the_longest_and_only_long_waits_are_events() -> None:
+    records = [
+        note(2.0, "dead_air", '{"s": 0.8, "after": "greeting", "ended_by": "audio"}'),
+        note(6.5, "hold_sound", "started: a tool is running"),
+        note(7.0, "dead_air", '{"s": 3.42, "after": "caller", "ended_by": "hold"}'),
+        note(8.0, "rescue", "nudged the agent after 3.0 s of silence"),
+        note(9.0, "dead_air", "not json"),
+        note(9.1, "dead_air", '{"after": "tool"}'),
+        note(9.2, "dead_air", "[1, 2]"),
+        note(9.3, "dead_air", '{"s": "long", "after": "tool"}'),
+        note(12.0, "check_in", "asked the silent caller if they are still there"),
+        note(13.0, "hold_sound", "stopped"),
+    ]
+    transcript = build(records)
+    assert transcript["dead_air"] == {
+        "max_s": 3.42,
+        "waits": [
+            {"t": 2.0, "s": 0.8, "after": "greeting", "ended_by": "audio"},
+            {"t": 7.0, "s": 3.42, "after": "caller", "ended_by": "hold"},
+        ],
+    }
+    events = [(event["t"], event["kind"], event["label"]) for event in transcript["events"]]
+    assert events == [
+        (7.0, "dead_air", "dead air: 3.4 s after the caller's turn"),
+        (8.0, "rescue", "quiet agent: nudged the agent after 3.0 s of silence"),
+        (12.0, "check_in", "silent caller: asked the silent caller if they are still there"),
+    ]
+    assert {"call_sid", "turns", "events", "barge_ins", "notes", "outcome", "duration_s"} <= set(transcript)
+
+
+def test_a_call_without_dead_air_notes_has_none() -> None:
+    assert build([])["dead_air"] == {"max_s": 0.0, "waits": []}

@@ -1,8 +1,11 @@
-"""The local Gemini Live on its own: what it refuses, how it answers, and its clock, with a raw WebSocket client."""
+"""The local Gemini Live on its own: what it refuses, how it answers, and its clock, with a raw WebSocket client;
+its faults as strands' own Gemini Live model meets them."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import json
 import math
 import ssl
@@ -11,9 +14,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from google.genai import errors
+from strands.bidi.types import BidiAudioDeltaEvent, BidiMessage, BidiResponseStopEvent
+from strands.bidi.types.media import AudioDelta
+from strands.types.content import TextBlock
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from agent.gemini import GeminiLiveModel
 from telephony.simulation.local_gemini import Fault, LocalGemini, Reply, ScriptedBrain, TimeLimits, Tone, ToolRequest
 from telephony.simulation.local_nova import SetupDelay
 
@@ -205,3 +213,85 @@ async def test_a_slow_set_up_holds_back_setup_complete(local_gemini: LocalGemini
     assert time.monotonic() - started >= 0.4  # held back (no upper bound: a loaded machine adds its own delay)
     assert local_gemini.setup_delay.drawn == [0.4]
     await websocket.close()
+
+
+# --- faults seen through strands' own Gemini Live model (google-genai underneath) -------------------------------
+
+MODEL_ID = "gemini-live-2.5-flash-preview"
+
+
+async def started(gemini: LocalGemini, fault: Fault) -> GeminiLiveModel:
+    """strands' model on a connection with ``fault``, asked for a greeting of 2 s."""
+    gemini.faults.push(fault)
+    gemini.brain = ScriptedBrain(default=Reply(text="A long answer.", audio=Tone(2.0)))
+    model = GeminiLiveModel(model_id=MODEL_ID)
+    await model.start(system_prompt="test")
+    await model.send(BidiMessage(content=[TextBlock(text="Greet")]))
+    return model
+
+
+async def received_within(model: GeminiLiveModel, seconds: float) -> list[Any]:
+    """Every event ``receive()`` gives in ``seconds``."""
+    events: list[Any] = []
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            async for event in model.receive():
+                events.append(event)
+    return events
+
+
+def audio_s(events: list[Any]) -> float:
+    deltas = [event for event in events if isinstance(event, BidiAudioDeltaEvent)]
+    return sum(len(base64.b64decode(event["audio"])) for event in deltas) / 2 / 24000
+
+
+async def test_a_throttled_open_is_closed_with_1011_at_set_up(local_gemini: LocalGemini) -> None:
+    local_gemini.faults.push(Fault.throttled_open())
+    model = GeminiLiveModel(model_id=MODEL_ID)
+    with pytest.raises(errors.APIError) as refused:
+        await model.start(system_prompt="test")
+    assert refused.value.code == 1011 and "exceeded your current quota" in str(refused.value)
+    assert local_gemini.sessions[0].sent == [] and not local_gemini.faults
+
+
+async def test_never_answers_completes_the_set_up_then_says_nothing(local_gemini: LocalGemini) -> None:
+    model = await started(local_gemini, Fault.never_answers())
+    try:
+        events = await received_within(model, 1.0)
+        await model.send(AudioDelta(format="pcm", source={"bytes": tone_16k(0.5) + bytes(32000)}))
+        await until(lambda: local_gemini.sessions[0].caller_audio, timeout=2, what="the audio to be read")
+    finally:
+        await model.stop()
+    assert [event["type"] for event in events] == ["bidi_connection_start"]  # strands' own, then nothing
+    [record] = local_gemini.sessions
+    assert record.sent == ["setupComplete", "sessionResumptionUpdate"] and record.text_inputs == ["Greet"]
+
+
+async def test_a_stall_mid_answer_sends_some_audio_then_nothing_and_keeps_reading(local_gemini: LocalGemini) -> None:
+    model = await started(local_gemini, Fault.stall_mid_answer(audio_s=0.5))
+    try:
+        events = await received_within(model, 1.5)  # 2 s of audio at 4x would be done in 0.5 s
+        await model.send(BidiMessage(content=[TextBlock(text="Hello?")]))
+        [record] = local_gemini.sessions
+        await until(lambda: record.text_inputs == ["Greet", "Hello?"], timeout=2, what="the input to be read")
+    finally:
+        await model.stop()
+    assert 0.5 <= audio_s(events) < 0.6  # the first 0.5 s (whole 40 ms chunks) of the answer, then nothing
+    assert not [event for event in events if isinstance(event, BidiResponseStopEvent)]
+    assert record.sent[-1] == "serverContent" and "usageMetadata" not in record.sent
+    assert record.ended_by == "fault: stall mid-answer"
+
+
+async def test_close_mid_answer_closes_with_1011(local_gemini: LocalGemini) -> None:
+    model = await started(local_gemini, Fault.close_mid_answer(audio_s=0.3))
+    events: list[Any] = []
+    try:
+        with pytest.raises(errors.APIError) as closed:
+            async with asyncio.timeout(2):
+                async for event in model.receive():
+                    events.append(event)
+    finally:
+        await model.stop()
+    assert closed.value.code == 1011 and "Internal error encountered." in str(closed.value)
+    assert 0.3 <= audio_s(events) < 0.4
+    assert local_gemini.sessions[0].ended_by == "fault: close mid-answer"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import math
 import os
 import threading
@@ -44,6 +45,8 @@ from telephony.simulation.local_nova import (
 )
 from telephony.simulation.local_nova.framing import EnvelopeReader, encode_client_envelope, encode_end_of_input
 from telephony.simulation.local_nova.raw_client import RawNovaClient
+
+from ..waiting import until
 
 MODEL_ID = "amazon.nova-2-sonic-v1:0"
 FRAME_S = 0.02
@@ -239,8 +242,9 @@ async def test_silence_timeout_restarts(local_nova: LocalNova) -> None:
         (Fault.exception("validationException"), ValidationException),
         (Fault.reject("AccessDeniedException"), AccessDeniedException),
         (Fault.reject("ThrottlingException"), ThrottlingException),
+        (Fault.throttled_open(), ThrottlingException),
     ],
-    ids=["throttling-in-stream", "validation-in-stream", "access-denied-http-403", "throttling-http-429"],
+    ids=["throttling-in-stream", "validation-in-stream", "access-denied-http-403", "throttling-http-429", "throttled"],
 )
 async def test_service_errors_surface_from_receive_with_their_type(
     local_nova: LocalNova, fault: Fault, expected: type[Exception]
@@ -291,6 +295,79 @@ async def test_stalled_stream_goes_quiet(local_nova: LocalNova) -> None:
     finally:
         await asyncio.wait_for(agent.stop(), 2)
     assert local_nova.sessions[0].text_inputs == ["Hello?"]
+
+
+async def events_within(agent: BidiAgent, seconds: float) -> list[Any]:
+    """Every event ``receive()`` gives in ``seconds`` (none of them ends the wait)."""
+    events: list[Any] = []
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            async for event in agent.receive():
+                events.append(event)
+    return events
+
+
+def audio_s(events: list[Any], rate: int = 16000) -> float:
+    return sum(len(base64.b64decode(e["audio"])) for e in of_type(events, BidiAudioDeltaEvent)) / 2 / rate
+
+
+async def test_never_answers_is_a_stall_from_the_start(local_nova: LocalNova) -> None:
+    local_nova.faults.push(Fault.never_answers())
+    agent = nova_agent()
+    await agent.start()
+    try:
+        await agent.send("Hello?")
+        await local_nova.wait_for_sessions(1)
+        await agent.send("Anyone there?")
+        events = await events_within(agent, 1.0)
+    finally:
+        await asyncio.wait_for(agent.stop(), 2)
+    assert [event["type"] for event in events] == ["bidi_connection_start"]  # strands' own, then nothing
+    [session] = local_nova.sessions
+    read = [event.body["content"] for event in session.events if event.name == "textInput"]
+    assert read[-2:] == ["Hello?", "Anyone there?"] and session.sent == []  # all read, nothing said
+
+
+@pytest.mark.parametrize("answer", [1, 2])
+async def test_a_stall_mid_answer_sends_some_audio_then_nothing_and_keeps_reading(
+    local_nova: LocalNova, answer: int
+) -> None:
+    local_nova.faults.push(Fault.stall_mid_answer(answer=answer, audio_s=0.5))
+    local_nova.brain = ScriptedBrain(default=Reply(text="A long answer.", audio=Tone(2.0)))
+    agent = nova_agent()
+    await agent.start()
+    try:
+        events: list[Any] = []
+        for _ in range(answer - 1):
+            await agent.send("Talk.")
+            events += await collect(agent, lambda e: isinstance(e, BidiResponseStopEvent))
+        await agent.send("Talk.")
+        cut = await events_within(agent, 1.5)  # 2 s of audio at 4x would be done in 0.5 s
+        [session] = local_nova.sessions
+        before = len(session.events)
+        await agent.send("Hello?")
+        await until(lambda: len(session.events) > before, timeout=2, what="the stalled stream to read input")
+    finally:
+        await asyncio.wait_for(agent.stop(), 2)
+    assert audio_s(events) == pytest.approx(2.0 * (answer - 1))
+    assert 0.5 <= audio_s(cut) < 0.6  # the first 0.5 s (whole 40 ms chunks) of the answer, then silence
+    assert not of_type(cut, BidiAudioStopEvent) and not of_type(cut, BidiResponseStopEvent)
+    assert session.sent[-1] == "audioOutput" and session.ended_by == "fault: stall"
+
+
+async def test_close_mid_answer_resets_the_stream_after_some_audio(local_nova: LocalNova) -> None:
+    local_nova.faults.push(Fault.close_mid_answer(audio_s=0.3))
+    local_nova.brain = ScriptedBrain(default=Reply(text="A long answer.", audio=Tone(2.0)))
+    agent = nova_agent()
+    await agent.start()
+    try:
+        await agent.send("Talk.")
+        events = await events_within(agent, 1.5)
+    finally:
+        await asyncio.wait_for(agent.stop(), 1)  # the adapter drops a stream whose receive() ended unasked
+    assert 0.3 <= audio_s(events) < 0.4 and not of_type(events, BidiAudioStopEvent)
+    [session] = local_nova.sessions
+    assert session.sent[-1] == "audioOutput" and session.ended_by == "fault: reset"
 
 
 async def test_protocol_violations_are_caught_and_answered_with_validation_exception(local_nova: LocalNova) -> None:

@@ -1,9 +1,10 @@
-"""The local OpenAI Realtime on its own: its strict checks, barge-in both ways, truncation, process mode."""
+"""The local OpenAI Realtime on its own: its strict checks, barge-in both ways, truncation, faults, process mode."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import math
@@ -16,14 +17,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from strands.bidi.types import BidiAudioStartEvent, BidiResponseStopEvent
+from strands.bidi.types import BidiAudioDeltaEvent, BidiAudioStartEvent, BidiResponseStopEvent
 from strands.bidi.types.content import BidiMessage, TextBlock
 from strands.bidi.types.media import AudioDelta
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
 from agent.openai import OpenAIRealtime
 from telephony.simulation.local_nova import Pacing, Reply, ScriptedBrain, SetupDelay, Tone
 from telephony.simulation.local_openai import Fault, LocalOpenAI
+
+from ..waiting import until
 
 SESSION = {
     "type": "realtime",
@@ -79,13 +83,100 @@ async def test_a_breach_gets_an_error_event_and_is_recorded(
 
 
 async def test_a_wrong_key_is_refused_at_the_handshake_with_401(local_openai: LocalOpenAI) -> None:
-    from websockets.exceptions import InvalidStatus
-
     with pytest.raises(InvalidStatus) as refused:
         async with raw(local_openai, key="sk-wrong"):
             pass
     assert refused.value.response.status_code == 401
     assert json.loads(refused.value.response.body)["error"]["code"] == "invalid_api_key"
+
+
+async def test_a_throttled_open_is_refused_at_the_handshake_with_429(local_openai: LocalOpenAI) -> None:
+    local_openai.faults.push(Fault.throttled_open())
+    model = OpenAIRealtime(model_id="gpt-realtime", transcription_model_id="gpt-4o-transcribe")
+    with pytest.raises(InvalidStatus) as refused:
+        await model.start(system_prompt="test")
+    assert refused.value.response.status_code == 429
+    assert json.loads(refused.value.response.body)["error"] == {
+        "message": "Rate limit reached for requests. Please try again later.",
+        "type": "requests",
+        "param": None,
+        "code": "rate_limit_exceeded",
+    }
+    assert "OpenAI is limiting this key (rate_limit_exceeded)" in refused.value.__notes__[0]
+    assert local_openai.refused == ["rate_limit_exceeded"] and not local_openai.sessions
+    async with raw(local_openai):  # the fault was the next connection's only
+        pass
+    assert len(local_openai.sessions) == 1
+
+
+async def started(server: LocalOpenAI, fault: Fault, reply_s: float = 2.0) -> OpenAIRealtime:
+    """strands' model on a session with ``fault``, asked for a greeting of ``reply_s`` seconds."""
+    server.faults.push(fault)
+    server.brain = ScriptedBrain(default=Reply(text="A long answer.", audio=Tone(reply_s)))
+    model = OpenAIRealtime(model_id="gpt-realtime", transcription_model_id="gpt-4o-transcribe")
+    await model.start(system_prompt="test")
+    await model.send(BidiMessage(content=[TextBlock(text="Greet")]))
+    return model
+
+
+async def received_within(model: OpenAIRealtime, seconds: float) -> list[Any]:
+    """Every event ``receive()`` gives in ``seconds``."""
+    events: list[Any] = []
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            async for event in model.receive():
+                events.append(event)
+    return events
+
+
+def audio_s(events: list[Any]) -> float:
+    deltas = [event for event in events if isinstance(event, BidiAudioDeltaEvent)]
+    return sum(len(base64.b64decode(event["audio"])) for event in deltas) / 2 / 24000
+
+
+async def test_never_answers_sets_up_the_session_then_says_nothing(local_openai: LocalOpenAI) -> None:
+    model = await started(local_openai, Fault.never_answers())
+    try:
+        events = await received_within(model, 1.0)
+        await model.send(AudioDelta(format="pcm", source={"bytes": tone(0.5) + bytes(48000)}))
+        await until(lambda: local_openai.sessions[0].caller_audio, timeout=2, what="the audio to be read")
+    finally:
+        await model.stop()
+    assert [event["type"] for event in events] == ["bidi_connection_start"]  # strands' own, then nothing
+    [session] = local_openai.sessions
+    assert session.sent == ["session.created", "session.updated"]
+    assert {"conversation.item.create", "response.create"} <= set(session.event_types())  # read, not answered
+
+
+async def test_a_stall_mid_answer_sends_some_audio_then_no_event_and_keeps_reading(local_openai: LocalOpenAI) -> None:
+    model = await started(local_openai, Fault.stall_mid_answer(audio_s=0.5))
+    try:
+        events = await received_within(model, 1.5)  # 2 s of audio at 4x would be done in 0.5 s
+        await model.send(BidiMessage(content=[TextBlock(text="Hello?")]))
+        [session] = local_openai.sessions
+        await until(lambda: session.history[-1:] == [("user", "Hello?")], timeout=2, what="the input")
+    finally:
+        await model.stop()
+    assert 0.5 <= audio_s(events) < 0.6  # the first 0.5 s (whole 40 ms chunks) of the answer, then nothing
+    assert not [event for event in events if isinstance(event, BidiResponseStopEvent)]
+    assert session.sent[-1] == "response.output_audio.delta" and session.ended_by == "fault: stall mid-answer"
+
+
+async def test_close_mid_answer_closes_with_1011_and_no_error_event(local_openai: LocalOpenAI) -> None:
+    model = await started(local_openai, Fault.close_mid_answer(audio_s=0.3))
+    events: list[Any] = []
+    try:
+        with pytest.raises(ConnectionClosedError) as closed:
+            async with asyncio.timeout(2):
+                async for event in model.receive():
+                    events.append(event)
+    finally:
+        await model.stop()
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1011
+    assert 0.3 <= audio_s(events) < 0.4
+    [session] = local_openai.sessions
+    assert "error" not in session.sent and session.sent[-1] == "response.output_audio.delta"
+    assert session.ended_by == "fault: close mid-answer"
 
 
 def tone(seconds: float, hz: float = 300.0) -> bytes:

@@ -8,7 +8,7 @@ import { clearTimeline, drawLevels, renderTimeline, stagesText } from './timelin
 
 const SPOKEN_WORDS_PER_S = 2.7; // about 160 words a minute, the pace of phone speech and of common voices
 const WHO = { caller: 'Caller', bot: 'Bot', tool: 'Tool' };
-const LISTED_EVENTS = new Set(['dtmf', 'barge_in', 'transfer', 'model_swap', 'error', 'hangup', 'limit', 'note']);
+const LISTED_EVENTS = new Set(['dtmf', 'barge_in', 'transfer', 'model_swap', 'error', 'hangup', 'limit', 'rescue', 'check_in', 'dead_air', 'note']);
 const RAW_LINES = 2000; // shown at most (the download has them all)
 const FILE_LABELS = {
   'call.wav': 'both sides (call.wav)',
@@ -270,7 +270,10 @@ export async function openRecording(name, state) {
   const who = [summary.agent, summary.model].filter(Boolean).join(' on ');
   const recovered = transcript.recovered ?? summary.recovered;
   const noEnd = recovered ? 'The server stopped during the call: its end was not recorded.' : 'The recording has no end (cut short).';
-  $('call-ended').textContent = `${ended ? `Ended by ${ended.by}: ${ended.reason}` : noEnd}${who ? ` · ${who}` : ''}`;
+  const deadAir = transcript.dead_air && typeof transcript.dead_air.max_s === 'number' && (transcript.dead_air.waits || []).length
+    ? ` · longest dead air ${transcript.dead_air.max_s.toFixed(1)} s`
+    : '';
+  $('call-ended').textContent = `${ended ? `Ended by ${ended.by}: ${ended.reason}` : noEnd}${who ? ` · ${who}` : ''}${deadAir}`;
   showOutcome(transcript.outcome, recovered);
   downloadLinks(name, summary.files);
   $('listen').hidden = $('player').hidden = $('player-hint').hidden = !summary.has_audio;

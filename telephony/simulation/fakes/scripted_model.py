@@ -199,6 +199,7 @@ class ScriptedModel(PcmModel):
             raise self.fail_start
         self.system_prompt, self.tools = system_prompt, list(tools or [])
         self.messages = list(messages or [])
+        self._outbox = asyncio.Queue()  # a restart (stop, then start) leaves the old connection's end behind
         self.emit(BidiConnectionStartEvent(connection_id=str(uuid.uuid4()), model="scripted"))
         self.run(self._run_script(), "scripted-model")
 

@@ -7,6 +7,7 @@ through a queue drained by one writer task, so the turn engine never waits on th
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -22,9 +23,9 @@ from websockets.exceptions import ConnectionClosed
 
 from telephony.simulation.local_nova.replies import Brain
 
-from .faults import Fault, TimeLimits
+from .faults import Fault, MidAnswer, TimeLimits
 from .protocol import ProtocolError, SetupInfo, audio_of, check_message, check_setup, normalise
-from .turns import GeminiTurns, Pacing
+from .turns import OUTPUT_RATE, GeminiTurns, Pacing
 
 __all__ = ["GeminiSession", "SessionRecord"]
 
@@ -91,6 +92,14 @@ class SessionParts:
     """How long the next accepted connection takes to be set up (real seconds) before ``setupComplete``."""
 
 
+@dataclass(frozen=True)
+class _Close:
+    """In the outbox after the last message a mid-answer close lets through: the close, once they are sent."""
+
+    code: int
+    reason: str
+
+
 class GeminiSession:
     """Drives one accepted WebSocket until either side ends it."""
 
@@ -98,7 +107,7 @@ class GeminiSession:
         self._ws = websocket
         self.record = record
         self._parts = parts
-        self._outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._outbox: asyncio.Queue[dict[str, Any] | _Close | None] = asyncio.Queue()
         self._turns = GeminiTurns(parts.brain, self._emit, parts.pacing, self._resumable_point, record.interrupted_at)
         self._info: SetupInfo | None = None
         self._history_open = False
@@ -106,6 +115,9 @@ class GeminiSession:
         self._extra: list[asyncio.Task[None]] = []
         self._go_away_now = asyncio.Event()
         self._go_away_after: float | None = None
+        self._mid_answer: tuple[Fault, MidAnswer] | None = None
+        self._stalled = False
+        """A ``stall`` fault struck (or a mid-answer ``close``): no server message is sent any more."""
 
     def go_away(self) -> None:
         """Send ``goAway`` now, as before the limit; the connection closes when the notice runs out."""
@@ -152,11 +164,16 @@ class GeminiSession:
             await asyncio.sleep(delay)  # a slow set-up: the client's connect() waits for setupComplete
         await self._ws.send(json.dumps({"setupComplete": {}}))
         self.record.sent.append("setupComplete")
-        if fault is not None and fault.kind == "close":
+        if fault is not None and fault.answer:
+            self._mid_answer = (fault, MidAnswer(fault.answer, fault.audio_s))
+        elif fault is not None and fault.kind == "close":
             self._parts_task(self._close_after(fault))
         elif fault is not None and fault.kind == "go_away":
             self._go_away_after = fault.after_s
         self._resumable_point()
+        if fault is not None and fault.kind == "stall" and not fault.answer:
+            self._stalled = True
+            self.record.ended_by = "fault: never answers"
         return True
 
     async def _converse(self) -> None:
@@ -226,8 +243,29 @@ class GeminiSession:
             self._turns.tool_result(call_id, name, response["response"])
 
     def _emit(self, message: dict[str, Any]) -> None:
+        if self._stalled:
+            return
+        content = message.get("serverContent", {})
+        if self._mid_answer is not None and {"generationComplete", "interrupted", "turnComplete"} & content.keys():
+            if self._mid_answer[1].ends():
+                self._strike_mid_answer()
+                return
         self.record.sent.append(next(iter(message)))
         self._outbox.put_nowait(message)
+        if self._mid_answer is not None and "modelTurn" in content:
+            parts = content["modelTurn"]["parts"]
+            pcm = sum(len(base64.b64decode(part["inlineData"]["data"])) for part in parts if "inlineData" in part)
+            if self._mid_answer[1].audio(pcm / 2 / OUTPUT_RATE):
+                self._strike_mid_answer()
+
+    def _strike_mid_answer(self) -> None:
+        """Nothing after what is queued; a ``close`` fault closes behind it."""
+        assert self._mid_answer is not None
+        fault, self._mid_answer = self._mid_answer[0], None
+        self._stalled = True
+        self.record.ended_by = f"fault: {fault.kind} mid-answer"
+        if fault.kind == "close":
+            self._outbox.put_nowait(_Close(fault.code, fault.reason))
 
     def _resumable_point(self) -> None:
         """Between turns the session can be resumed: hand the client a fresh handle, as Gemini does."""
@@ -239,6 +277,9 @@ class GeminiSession:
 
     async def _write(self) -> None:
         while (message := await self._outbox.get()) is not None:
+            if isinstance(message, _Close):
+                await self._drain_then_close(message.code, message.reason)
+                return
             await self._ws.send(json.dumps(message))
 
     async def _watch_time(self) -> None:

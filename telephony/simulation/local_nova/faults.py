@@ -4,7 +4,8 @@ Limits are Nova's (an ~8-minute connection cap, a ~175 s silence timeout) multip
 ``time_scale``, so a test can live through both in a second or two. Faults are queued on the
 server and taken by new streams in order: an HTTP error before the stream starts (how Bedrock
 answers access denied, throttling and validation at request time), a modelled exception mid-stream,
-an HTTP/2 ``RST_STREAM``, or a stream that simply stops answering.
+an HTTP/2 ``RST_STREAM``, or a stream that simply stops answering. A ``stall`` or ``reset`` can also strike in
+the middle of an answer (:class:`MidAnswer`), where a model that goes quiet hurts a call most.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Fault", "FaultQueue", "SetupDelay", "TimeLimits"]
+__all__ = ["Fault", "FaultQueue", "MidAnswer", "SetupDelay", "TimeLimits"]
 
 ERROR_TYPE_SUFFIX = ":http://internal.amazon.com/coral/com.amazon.bedrock/"
 """Bedrock appends this to ``x-amzn-errortype``; the SDK keeps only the part before the colon."""
@@ -50,12 +51,15 @@ class TimeLimits:
 
 @dataclass(frozen=True)
 class Fault:
-    """What goes wrong with one stream. ``after_s`` is real seconds after the stream opens."""
+    """What goes wrong with one stream. ``after_s`` is real seconds after the stream opens; with ``answer`` (1 or
+    more) a ``stall`` or ``reset`` strikes instead once that spoken answer has sent ``audio_s`` of its audio."""
 
     kind: Literal["reject", "exception", "reset", "stall"]
     after_s: float = 0.0
     error_type: str = ""
     message: str = ""
+    answer: int = 0
+    audio_s: float = 0.0
 
     @classmethod
     def reject(cls, error_type: str = "AccessDeniedException", message: str = "") -> Fault:
@@ -79,9 +83,66 @@ class Fault:
         """Stop sending anything (input is still read and acknowledged), and never end the stream."""
         return cls("stall", after_s)
 
+    @classmethod
+    def never_answers(cls) -> Fault:
+        """The stream opens (``200``) and its input is read, but Nova never sends a single event, as a model stream
+        that hangs from the start does: ``stall(after_s=0)``."""
+        return cls.stall(after_s=0.0)
+
+    @classmethod
+    def stall_mid_answer(cls, answer: int = 1, audio_s: float = 0.5) -> Fault:
+        """The ``answer``-th spoken answer of the stream (1-based) sends its first ``audio_s`` seconds of audio, then
+        nothing more ever (no ``contentEnd``, no ``completionEnd``; input still read, the stream never ends), as a
+        model stream that hangs mid-reply does."""
+        return cls("stall", answer=MidAnswer.counted(answer), audio_s=audio_s)
+
+    @classmethod
+    def close_mid_answer(cls, answer: int = 1, audio_s: float = 0.5) -> Fault:
+        """Like :meth:`stall_mid_answer`, then ``RST_STREAM`` (INTERNAL_ERROR): a stream Bedrock drops mid-reply."""
+        return cls("reset", answer=MidAnswer.counted(answer), audio_s=audio_s)
+
+    @classmethod
+    def throttled_open(cls) -> Fault:
+        """HTTP 429 ``ThrottlingException`` instead of the stream: Bedrock's answer to too many requests."""
+        return cls.reject("ThrottlingException", "Too many requests, please wait before trying again.")
+
     @property
     def http_status(self) -> int:
         return HTTP_STATUS[self.error_type]
+
+
+@dataclass
+class MidAnswer:
+    """Where a mid-answer fault strikes on one connection: once its ``answer``-th spoken answer (1-based) has sent
+    ``audio_s`` seconds of audio, or where that answer's audio ends if it is shorter. Every local server feeds it
+    the audio it sends and the ends of answers, so a fault strikes at the same point whichever wire it speaks."""
+
+    answer: int
+    audio_s: float
+    answers: int = 0
+    sent_s: float = 0.0
+    speaking: bool = False
+
+    @staticmethod
+    def counted(answer: int) -> int:
+        """``answer`` if it can name an answer (they are counted from 1)."""
+        if answer < 1:
+            raise ValueError(f"answers are counted from 1, not {answer}")
+        return answer
+
+    def audio(self, seconds: float) -> bool:
+        """Audio of an answer was sent (the first of an answer starts it): True when the fault strikes now."""
+        if not self.speaking:
+            self.speaking, self.answers, self.sent_s = True, self.answers + 1, 0.0
+        if self.answers != self.answer:
+            return False
+        self.sent_s += seconds
+        return self.sent_s >= self.audio_s
+
+    def ends(self) -> bool:
+        """An answer's audio is about to end (done or interrupted): True when the fault strikes instead."""
+        speaking, self.speaking = self.speaking, False
+        return speaking and self.answers == self.answer
 
 
 class FaultQueue:

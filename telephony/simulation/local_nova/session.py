@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .faults import Fault, TimeLimits
+from .faults import Fault, MidAnswer, TimeLimits
 from .framing import EndOfInput, EnvelopeReader, FramingError, NovaEvent, encode_event, encode_exception
 from .protocol import ContentInfo, Limits, ProtocolChecker
 from .replies import Brain
@@ -60,6 +60,10 @@ class SessionRecord:
         return "\n".join(self.system_prompts)
 
 
+class _Reset:
+    """In the outbox after the last event a mid-answer reset lets through: ``RST_STREAM`` once they are written."""
+
+
 class NovaSession:
     """Drives one stream. ``write`` sends bytes (None ends the stream); ``reset`` sends RST_STREAM."""
 
@@ -82,14 +86,15 @@ class NovaSession:
         self._reset = reset
         self._limits = limits
         self._pacing = pacing
-        self._fault = fault
+        self._fault = fault if fault is None or not fault.answer else None
+        self._mid_answer = (fault, MidAnswer(fault.answer, fault.audio_s)) if fault and fault.answer else None
         self._reject_violations = reject_violations
         self._reader = EnvelopeReader()
         self._checker = ProtocolChecker(limits=protocol_limits, violations=record.violations)
         self._engine: TurnEngine | None = None
         self._session_id = str(uuid.uuid4())
         self._texts: dict[str, list[str]] = {}
-        self._outbox: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._outbox: asyncio.Queue[bytes | _Reset | None] = asyncio.Queue()
         self._started = time.monotonic()
         self._closing = False
         self._stalled = False
@@ -218,8 +223,29 @@ class NovaSession:
     def _emit(self, name: str, body: dict[str, Any]) -> None:
         if self._closing or self._stalled:
             return
+        if self._mid_answer is not None and name == "contentEnd" and body.get("type") == "AUDIO":
+            if self._mid_answer[1].ends():
+                self._strike_mid_answer()
+                return
         self.record.sent.append(name)
         self._outbox.put_nowait(encode_event(name, body))
+        if self._mid_answer is not None and name == "audioOutput":
+            seconds = len(base64.b64decode(body["content"])) / 2 / (self._checker.output_sample_rate or 16000)
+            if self._mid_answer[1].audio(seconds):
+                self._strike_mid_answer()
+
+    def _strike_mid_answer(self) -> None:
+        """A mid-answer fault: nothing after what is queued; a reset goes out behind it, not ahead of it."""
+        assert self._mid_answer is not None
+        fault, self._mid_answer = self._mid_answer[0], None
+        if fault.kind == "stall":
+            self._apply(fault)
+            return
+        self.record.ended_by = "fault: reset"
+        self._closing = True
+        self._outbox.put_nowait(_Reset())
+        if self._engine is not None:
+            self._tasks.append(asyncio.create_task(self._engine.close()))
 
     def _fail(self, exception_type: str, message: str, reason: str) -> None:
         """End the stream with a modelled exception, as Nova does."""
@@ -252,6 +278,10 @@ class NovaSession:
     async def _drain_outbox(self) -> None:
         while True:
             data = await self._outbox.get()
+            if isinstance(data, _Reset):
+                self._reset()
+                self._done.set()
+                return
             try:
                 await self._write(data)
             except Exception as error:  # noqa: BLE001 - the stream or connection is gone, whatever the cause

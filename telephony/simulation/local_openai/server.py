@@ -3,7 +3,8 @@
 ``ws://`` by default, ``wss://`` with ``tls=True`` (a throwaway CA from local Nova's ``certs``, which clients
 trust through ``SSL_CERT_FILE``). The handshake checks the path (``/v1/realtime``), the ``model`` query and the
 ``Authorization: Bearer`` key; a wrong key is refused with HTTP 401 and an ``invalid_api_key`` body, like the
-service. Each accepted connection is one session (:mod:`.session`), recorded for tests.
+service (and a queued ``Fault.throttled_open`` with HTTP 429 and ``rate_limit_exceeded``). Each accepted
+connection is one session (:mod:`.session`), recorded for tests.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from telephony.simulation.local_nova import Pacing, Reply, ScriptedBrain, SetupD
 from telephony.simulation.local_nova.certs import make_certificates
 from telephony.simulation.local_nova.replies import Brain, BrainsByPrompt, session_brain
 
-from .faults import ERROR_MESSAGES, Fault, FaultQueue, SessionLimits
+from .faults import ERROR_MESSAGES, HANDSHAKE_ERROR_TYPES, Fault, FaultQueue, SessionLimits
 from .session import OpenAISession, SessionRecord
 
 __all__ = ["LocalOpenAI"]
@@ -176,6 +177,9 @@ class LocalOpenAI:
             return self._refuse(connection, HTTPStatus.UNAUTHORIZED, "invalid_api_key", "")
         if not parse_qs(url.query).get("model"):
             return self._refuse(connection, HTTPStatus.BAD_REQUEST, "missing_model", "the model query is required")
+        throttled = self.faults.take(handshake=True)
+        if throttled is not None:
+            return self._refuse(connection, HTTPStatus.TOO_MANY_REQUESTS, throttled.code, throttled.message)
         delay = self.setup_delay.next()
         if delay > 0:  # a slow set-up: the client's connect() waits for the 101
             lost = connection.connection_lost_waiter
@@ -186,7 +190,8 @@ class LocalOpenAI:
 
     def _refuse(self, connection: ServerConnection, status: HTTPStatus, code: str, message: str) -> Response:
         self.refused.append(code)
-        body = {"error": {"type": "invalid_request_error", "code": code, "message": message or ERROR_MESSAGES[code]}}
+        kind = HANDSHAKE_ERROR_TYPES.get(code, "invalid_request_error")
+        body = {"error": {"message": message or ERROR_MESSAGES[code], "type": kind, "param": None, "code": code}}
         response = connection.respond(status, json.dumps(body))
         response.headers = Headers(
             [

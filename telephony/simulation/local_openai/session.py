@@ -7,6 +7,7 @@ sent; server events go through a queue drained by one writer task, so the respon
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -21,9 +22,9 @@ from telephony.simulation.local_nova import Pacing
 from telephony.simulation.local_nova.replies import Brain
 
 from .conversation import Conversation, Trigger
-from .faults import ERROR_MESSAGES, Fault, error_event
+from .faults import ERROR_MESSAGES, Fault, MidAnswer, error_event
 from .protocol import ProtocolError, check_item, check_session, decode_audio
-from .responses import Responder
+from .responses import RATE, Responder
 
 __all__ = ["OpenAISession", "SessionRecord"]
 
@@ -58,6 +59,11 @@ class SessionRecord:
         return str(self.session.get("instructions", ""))
 
 
+@dataclass(frozen=True)
+class _Close:
+    """In the outbox after the last event a mid-answer close lets through: the close (1011), once they are sent."""
+
+
 class OpenAISession:
     """Drives one connection; ``run()`` returns when either side closes it."""
 
@@ -76,8 +82,11 @@ class OpenAISession:
         self.record = record
         self._brain = brain
         self._session_limit_s = session_limit_s
-        self._fault = fault
-        self._outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._fault = fault if fault is None or fault.at != "answer" else None
+        self._mid_answer = (fault, MidAnswer(fault.answer, fault.audio_s)) if fault and fault.at == "answer" else None
+        self._stalled = False
+        """A ``stall`` or ``close`` fault struck: no server event is sent any more (input is still read)."""
+        self._outbox: asyncio.Queue[dict[str, Any] | _Close | None] = asyncio.Queue()
         self._conversation = Conversation()
         self._responder = Responder(
             brain,
@@ -142,6 +151,9 @@ class OpenAISession:
 
     async def _write(self) -> None:
         while (event := await self._outbox.get()) is not None:
+            if isinstance(event, _Close):
+                await self._connection.close(1011)
+                return
             self.record.sent.append(event["type"])
             try:
                 await self._connection.send(json.dumps(event))
@@ -149,7 +161,26 @@ class OpenAISession:
                 return
 
     def _emit(self, event: dict[str, Any]) -> None:
+        if self._stalled:
+            return
+        kind = event["type"]
+        if self._mid_answer is not None and kind in ("response.output_audio.done", "response.done"):
+            if self._mid_answer[1].ends():
+                self._strike_mid_answer()
+                return
         self._outbox.put_nowait({"event_id": _id("event"), **event} if "event_id" not in event else event)
+        if self._mid_answer is not None and kind == "response.output_audio.delta":
+            if self._mid_answer[1].audio(len(base64.b64decode(event["delta"])) / 2 / RATE):
+                self._strike_mid_answer()
+
+    def _strike_mid_answer(self) -> None:
+        """Nothing after what is queued; a ``close`` fault closes with 1011 behind it (no ``error`` event)."""
+        assert self._mid_answer is not None
+        fault, self._mid_answer = self._mid_answer[0], None
+        self._stalled = True
+        self.record.ended_by = f"fault: {fault.code} mid-answer"
+        if fault.code == "close":
+            self._outbox.put_nowait(_Close())
 
     # -- client events ---------------------------------------------------------------------------
 
@@ -192,6 +223,9 @@ class OpenAISession:
         if isinstance(silence_ms, int | float) and silence_ms > 0:
             self._responder.end_turns_after(silence_ms / 1000)
         self._emit({"type": "session.updated", "session": {**session, "model": self.record.model_id}})
+        if self._fault is not None and self._fault.at == "set_up":
+            self._fault, self._stalled = None, True
+            self.record.ended_by = "fault: never answers"
 
     def _append(self, event: dict[str, Any]) -> None:
         pcm = decode_audio(event.get("audio"))

@@ -82,6 +82,13 @@ EXPECT = Section(
             "Response latency (needs a caller who speaks).",
             "latency: {turn_max_s: 3.0, p50_max_s: 2.0}",
         ),
+        Field(
+            "dead_air",
+            "mapping (below)",
+            "",
+            "How long the caller was left hearing nothing while the bot owed an answer.",
+            "dead_air: {max_s: 3}",
+        ),
         Field("duration", "mapping (below)", "", "How long the call lasted.", "duration: {max_s: 60}"),
         Field(
             "checks",
@@ -212,6 +219,17 @@ LATENCY = Section(
     ),
 )
 
+DEAD_AIR = Section(
+    "expect.dead_air",
+    "expect.dead_air",
+    "Dead air as the bridge measures it on every call: from when the caller's silence began while an answer was "
+    "owed (after their turn, a tool's start or result, the greeting, a check-in, a goodbye, or in an answer that "
+    "stalled) to the first bot audio heard (the hold sound counts) or the caller speaking up. Every wait is in the "
+    "recording (`transcript.json`'s `dead_air`); a failure names the longest, what it came after and when.",
+    CALLER + "expect:\n  dead_air:\n    {example}\n",
+    (Field("max_s", "seconds", REQUIRED, "The call's longest dead air lasted at most this.", "max_s: 3"),),
+)
+
 DURATION = Section(
     "expect.duration",
     "expect.duration",
@@ -257,5 +275,16 @@ CRITERION = Section(
     ),
 )
 
-EXPECT_SECTIONS = (EXPECT, SAID, TOOL_EXPECTATION, HANG_UP, BARGE_IN, LATENCY, DURATION, JUDGE, CRITERION)
+EXPECT_SECTIONS = (
+    EXPECT,
+    SAID,
+    TOOL_EXPECTATION,
+    HANG_UP,
+    BARGE_IN,
+    LATENCY,
+    DEAD_AIR,
+    DURATION,
+    JUDGE,
+    CRITERION,
+)
 """In the order the reference lists them."""

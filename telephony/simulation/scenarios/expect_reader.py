@@ -36,7 +36,7 @@ class ExpectReader(FieldReader):
             expect.tools_where = self.where(entry, "tools", "expect.tools")
         self.attempt(lambda: self.no_tools(entry, expect))
         self.attempt(lambda: self.transfer(entry, expect))
-        for part in (self.hang_up, self.keys, self.barge_in, self.latency, self.duration, self.judge):
+        for part in (self.hang_up, self.keys, self.barge_in, self.latency, self.dead_air, self.duration, self.judge):
             self.attempt(functools.partial(part, entry, expect))
         checks = self.attempt(lambda: self.sequence(entry.get("checks", []), entry, "checks", "expect.checks")) or []
         expect.checks = self.each(
@@ -165,6 +165,17 @@ class ExpectReader(FieldReader):
                 value = self.attempt(functools.partial(self.number, latency, key, "expect.latency", 0))
                 if value is not None:
                     setattr(expect, attribute, (value, self.where(latency, key, f"expect.latency.{key}")))
+
+    def dead_air(self, entry: dict[str, Any], expect: Expectations) -> None:
+        if "dead_air" not in entry:
+            return
+        dead_air = self.mapping(entry["dead_air"], entry, "dead_air", "expect.dead_air", fields.DEAD_AIR.names)
+        if "max_s" not in dead_air:
+            raise self.fail(dead_air, None, "expect.dead_air.max_s", "is required: the longest wait allowed, e.g. 3")
+        expect.dead_air_max_s = (
+            self.number(dead_air, "max_s", "expect.dead_air", 0),
+            self.where(dead_air, "max_s", "expect.dead_air.max_s"),
+        )
 
     def duration(self, entry: dict[str, Any], expect: Expectations) -> None:
         if "duration" not in entry:

@@ -28,7 +28,13 @@ from telephony.simulation.scenarios.outcome import (
     turn_time,
 )
 from telephony.simulation.scenarios.scenario import Check, Expectations, Said, Where
-from telephony.simulation.scenarios.timing_checks import barge_ins, check_barge_in, check_duration, check_latency
+from telephony.simulation.scenarios.timing_checks import (
+    barge_ins,
+    check_barge_in,
+    check_dead_air,
+    check_duration,
+    check_latency,
+)
 
 __all__ = ["CallOutcome", "Finding", "barge_ins", "evaluate", "in_file_order", "resolve", "run_check"]
 
@@ -52,6 +58,7 @@ async def evaluate(expect: Expectations, outcome: CallOutcome, judge: Judge | No
     findings += check_barge_in(expect, outcome)
     findings += check_false_clears(expect, outcome)
     findings += check_latency(expect, outcome)
+    findings += check_dead_air(expect, outcome)
     findings += check_duration(expect, outcome)
     for check in expect.checks:
         if (problem := await run_check(check, outcome)) is not None:

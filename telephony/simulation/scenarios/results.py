@@ -14,6 +14,7 @@ from telephony.simulation.caller.line_conditions import LineConditions
 from telephony.simulation.scenarios.expectations import CallOutcome, Finding, barge_ins
 from telephony.simulation.scenarios.false_clears import false_clears
 from telephony.simulation.scenarios.scenario import Scenario
+from telephony.simulation.scenarios.timing_checks import dead_air_waits
 
 
 @dataclass(frozen=True)
@@ -67,12 +68,15 @@ class RunResult:
         return [self.error] if self.error else [str(finding) for finding in self.findings]
 
     def figures(self) -> str:
-        """Measured on this call: response latencies and barge-in reaction (for the progress line and JUnit)."""
+        """Measured on this call: response latencies, dead air and barge-in reaction (for the progress line and
+        JUnit)."""
         if self.outcome is None:
             return ""
         parts = []
         if latencies := self.outcome.latencies:
             parts.append(f"latency median {statistics.median(latencies):.2f} s, max {max(latencies):.2f} s")
+        if waits := dead_air_waits(self.outcome):
+            parts.append(f"longest dead air {max(wait['s'] for wait in waits):.2f} s")
         delays = [(cleared - spoke) * 1000 for _, spoke, cleared, _ in barge_ins(self.outcome) if spoke and cleared]
         if delays:
             parts.append("barge-in to clear " + ", ".join(f"{delay:.0f}" for delay in delays) + " ms")

@@ -167,6 +167,8 @@ class Expectations:
     turn_latency_max_s: tuple[float, Where] | None = None
     latency_p50_max_s: tuple[float, Where] | None = None
     latency_max_s: tuple[float, Where] | None = None
+    dead_air_max_s: tuple[float, Where] | None = None
+    """The call's longest dead air (the bridge's ``dead_air`` notes) lasted at most this."""
     duration_max_s: tuple[float, Where] | None = None
     duration_min_s: tuple[float, Where] | None = None
     checks: list[Check] = field(default_factory=list)

@@ -1,5 +1,5 @@
 """The timing expectations: barge-in (how fast the bot stopped, how much stale audio played), response
-latency, and call duration. Read from the caller's step log and the call's ``events.jsonl`` records.
+latency, dead air, and call duration. Read from the caller's step log and the call's ``events.jsonl`` records.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import bisect
 import statistics
 from typing import Any
 
+from telephony.recording import dead_air
 from telephony.simulation.scenarios.outcome import CallOutcome, Finding
 from telephony.simulation.scenarios.scenario import Expectations
 from telephony.simulation.scenarios.scenario_caller import StepLog
@@ -173,6 +174,43 @@ def check_latency(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
             )
         )
     return findings
+
+
+def dead_air_waits(outcome: CallOutcome) -> list[dict[str, Any]]:
+    """Every wait the bridge measured on the call, ``{"t", "s", "after", "ended_by"}``: from its ``dead_air`` notes
+    in ``events.jsonl``, or (records not kept) the transcript's ``dead_air``."""
+    waits = dead_air.waits_in_records(outcome.records)
+    if waits or any(record.get("kind") == "note" for record in outcome.records):
+        return waits
+    listed = (outcome.transcript.get("dead_air") or {}).get("waits") if isinstance(outcome.transcript, dict) else None
+    found = []
+    for item in listed if isinstance(listed, list) else []:
+        wait = dead_air.parse_wait(item) if isinstance(item, dict) else None
+        if wait is not None and isinstance(item.get("t"), int | float):
+            found.append({"t": round(float(item["t"]), 3), **wait})
+    return found
+
+
+def check_dead_air(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
+    if expect.dead_air_max_s is None:
+        return []
+    limit, where = expect.dead_air_max_s
+    waits = dead_air_waits(outcome)
+    worst = dead_air.longest(waits)
+    if worst is None or worst["s"] <= limit:
+        return []
+    over = sum(1 for wait in waits if wait["s"] > limit)
+    others = f"; {over - 1} other wait(s) over {limit:g} s too" if over > 1 else ""
+    line = f" on {outcome.line.describe()}" if outcome.line is not None else ""
+    ended = dead_air.ENDED_BY.get(worst["ended_by"], f"ended by {worst['ended_by']}")
+    return [
+        Finding(
+            where,
+            f"the caller heard nothing for {worst['s']:.2f} s after {dead_air.after_text(worst['after'])}{line} "
+            f"(from {max(0.0, worst['t'] - worst['s']):.1f} s to {worst['t']:.1f} s, when {ended}); "
+            f"at most {limit:g} s expected{others}",
+        )
+    ]
 
 
 def check_duration(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
