@@ -233,15 +233,15 @@ class DeadAir:
         playback = self._playback()
         if playback is None:
             return
+        self._time_the_wait(playback, now)  # first: the apology, too, ends a wait
         if self._ending.failing or self._ending.hanging_up:
             self.owed = None
             self.hold.stop(None)  # no clear of our own: the apology cuts it off (and must not be cleared itself)
             return
-        self._time_the_wait(playback, now)
         if self._ending.goodbye_armed:
             if self.hold.stop(playback):
                 self._note("hold_sound", "stopped: the call is ending")
-            self.owed = None
+            self.owed, self._measure = None, None  # the agent ended the call (or handed it off): nothing is owed
             return
         self._cover_tool(playback, now)
         self._watch_answer(playback, now)

@@ -7,7 +7,8 @@ decides *how*, so that a caller never loses the end of a sentence and never sits
   ``VOICEBOT_HANGUP_GRACE`` of quiet; ``VOICEBOT_HANGUP_MARK_TIMEOUT`` caps the wait if marks never
   return), and a caller talking over it keeps the call going;
 - a **hand-off** (a transfer) runs its action at that same moment;
-- a **failing agent** gets the spoken apology, heard in full, before the hang-up;
+- a **failing agent** gets the spoken apology, heard in full, before the hang-up (or, with a person to take the
+  call, ``VOICEBOT_TRANSFER_TO``, before a transfer to them);
 - the **hang-up** goes over Twilio's REST API with retries, then the session closes the socket.
 """
 
@@ -83,6 +84,9 @@ class CallEnding:
         self._goodbye: asyncio.Task[None] | None = None
         self.failure: tuple[str, str] | None = None
         """The agent failed (its error kind and what the operator is told): the call's outcome says so."""
+        self.to_a_person: HandOffAction | None = None
+        """Where a caller goes after the apology instead of being hung up on (the session sets it when
+        ``VOICEBOT_TRANSFER_TO`` names a person): the caller still gets help when the agent cannot give it."""
         self.hanging_up = False
 
     @property
@@ -157,6 +161,11 @@ class CallEnding:
         cap = len(self._apology) / 8000 + self._settings.hangup_mark_timeout_s
         if not await playback.heard(name, cap):
             self._side.log.warning("apology mark did not come back within %.1fs", cap)
+        if self.to_a_person is not None:
+            outcome = await self.to_a_person()
+            if outcome is not None and not outcome.hang_up:
+                self._side.finish(f"{reason}; {outcome.reason}", by="server")
+                return
         await self.hang_up(reason, by="server")
 
     async def hang_up(self, reason: str, by: str) -> None:

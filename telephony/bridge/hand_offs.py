@@ -63,9 +63,9 @@ class HandOffs:
         if warm and services.call_control is not None:
             asked_at = time.monotonic()  # the briefing delay is counted from here, hand-off line included
             return functools.partial(self._warm, destination, reason, summary, asked_at)
-        return functools.partial(self._cold, destination, reason)
+        return functools.partial(self.cold, destination, reason)
 
-    async def _cold(self, destination: str, reason: str) -> HandOff | None:
+    async def cold(self, destination: str, reason: str) -> HandOff | None:
         """Replace our stream with a ``<Dial>``; if Twilio refuses, the agent hears why and goes on."""
         host, rest = self._host, self._services.call_control
         assert host.call is not None

@@ -16,6 +16,7 @@ through the agent link; the session itself is the host of the parts and of the e
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Coroutine, Sequence
@@ -107,6 +108,10 @@ class CallSession:
         self._link = AgentLink(services, self)
         self._leg = CallLeg(self.ending, self.tell_agent)
         self._hand_offs = HandOffs(services, self, self._leg)
+        if services.settings.transfer_to:  # cold: a warm transfer's briefing needs the model that just failed
+            self.ending.to_a_person = functools.partial(
+                self._hand_offs.cold, services.settings.transfer_to, "the agent could not go on"
+            )
         self._limits: TimeLimits | None = None
         self._tasks = OwnedTasks(self._task_crashed)
         self._ended = asyncio.Event()

@@ -250,8 +250,8 @@ class DeadAirSettings:
     agent_silence_timeout_s: float = setting(
         "VOICEBOT_AGENT_SILENCE_TIMEOUT",
         15.0,
-        "Still no answer this long after it was owed: apology, then hang-up. More than twice "
-        "`VOICEBOT_ANSWER_TIMEOUT`.",
+        "Still no answer this long after it was owed: apology, then hang-up (a transfer to `VOICEBOT_TRANSFER_TO`, "
+        "if set). More than twice `VOICEBOT_ANSWER_TIMEOUT`.",
         rule=POSITIVE_SECONDS,
     )
     hold_sound: str = setting(

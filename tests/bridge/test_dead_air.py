@@ -198,3 +198,20 @@ async def test_check_ins_can_be_turned_off() -> None:
             await call.silence(12.0)
             await call.stop()
     assert model.answers == ["greeting"]
+
+
+async def test_with_a_person_to_take_the_call_the_apology_is_followed_by_a_transfer_not_a_hang_up(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="telephony")
+    model, rest = Responder(dead=True), FakeCallControl()
+    settings = {"greeting": "Greet the caller.", "transfer_to": "+15550009999", **FAST}
+    async with harness(lambda: model, hangup=rest, **settings) as h:
+        async with h.caller() as call:
+            await call.connect()
+            talker = asyncio.create_task(call.silence(20.0))
+            await call.wait_closed(15.0)
+            talker.cancel()
+    assert apologised(call)
+    assert rest.calls == [] and len(rest.redirects) == 1 and "+15550009999" in rest.redirects[0][2]
+    assert "outcome=failed-agent-start" in caplog.text and "transferred to +15550009999" in caplog.text
