@@ -330,6 +330,9 @@ class DeadAir:
         swaps = self._swaps()
         if self._caller_speaking(now) or (owed.step != 2 and swaps is not None and swaps.swapping):
             return  # the caller holds the floor, or a connection swap is under way (it asks again itself)
+        if owed.step != 2 and swaps is not None and swaps.swaps_done > owed.swaps_before:
+            # A swap the guard did not ask for (a scheduled one) asked again itself: the new connection gets its time.
+            owed.swaps_before, owed.silent_from = swaps.swaps_done, max(owed.silent_from, now)
         silent = now - owed.silent_from
         if owed.step == 2 and swaps is not None and swaps.swaps_done > owed.swaps_before and not swaps.swapping:
             owed.step = 3

@@ -51,10 +51,19 @@ class ModelGuard:
         self._restart: str | None = None
         """Why a reconnect was asked for and not yet raised."""
 
+    @property
+    def can_reconnect(self) -> bool:
+        """strands restarts this model's connection on a timeout (unless it declares ``auto_restart: False``)."""
+        get_config = getattr(self._model, "get_connection_config", None)
+        try:
+            return bool((get_config() if get_config is not None else {}).get("auto_restart", True))
+        except Exception:  # noqa: BLE001 - a model that cannot say is one strands restarts by default
+            return True
+
     def reconnect(self, why: str) -> bool:
-        """Replace the model's connection now (the conversation so far is replayed to the next). False if no read is
-        under way to end (the agent is not receiving, or a restart is already pending)."""
-        if self._restart is not None:
+        """Replace the model's connection now (the conversation so far is replayed to the next). False if one is
+        already pending, or the model opted out of strands' restarts (the timeout would end the call instead)."""
+        if self._restart is not None or not self.can_reconnect:
             return False
         self._restart = why
         reader = self._reader
