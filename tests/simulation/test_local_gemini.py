@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
 import math
 import ssl
@@ -15,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from google.genai import errors
-from strands.bidi.types import BidiAudioDeltaEvent, BidiMessage, BidiResponseStopEvent
+from strands.bidi.types import BidiMessage, BidiResponseStopEvent
 from strands.bidi.types.media import AudioDelta
 from strands.types.content import TextBlock
 from websockets.asyncio.client import ClientConnection, connect
@@ -26,6 +25,7 @@ from telephony.simulation.local_gemini import Fault, LocalGemini, Reply, Scripte
 from telephony.simulation.local_nova import SetupDelay
 
 from ..waiting import until
+from .stream_events import audio_s, received_within
 
 PATH = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
 SETUP = {
@@ -230,21 +230,6 @@ async def started(gemini: LocalGemini, fault: Fault) -> GeminiLiveModel:
     return model
 
 
-async def received_within(model: GeminiLiveModel, seconds: float) -> list[Any]:
-    """Every event ``receive()`` gives in ``seconds``."""
-    events: list[Any] = []
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            async for event in model.receive():
-                events.append(event)
-    return events
-
-
-def audio_s(events: list[Any]) -> float:
-    deltas = [event for event in events if isinstance(event, BidiAudioDeltaEvent)]
-    return sum(len(base64.b64decode(event["audio"])) for event in deltas) / 2 / 24000
-
-
 async def test_a_throttled_open_is_closed_with_1011_at_set_up(local_gemini: LocalGemini) -> None:
     local_gemini.faults.push(Fault.throttled_open())
     model = GeminiLiveModel(model_id=MODEL_ID)
@@ -276,7 +261,7 @@ async def test_a_stall_mid_answer_sends_some_audio_then_nothing_and_keeps_readin
         await until(lambda: record.text_inputs == ["Greet", "Hello?"], timeout=2, what="the input to be read")
     finally:
         await model.stop()
-    assert 0.5 <= audio_s(events) < 0.6  # the first 0.5 s (whole 40 ms chunks) of the answer, then nothing
+    assert 0.5 <= audio_s(events, 24000) < 0.6  # the first 0.5 s (whole 40 ms chunks) of the answer, then nothing
     assert not [event for event in events if isinstance(event, BidiResponseStopEvent)]
     assert record.sent[-1] == "serverContent" and "usageMetadata" not in record.sent
     assert record.ended_by == "fault: stall mid-answer"
@@ -293,5 +278,5 @@ async def test_close_mid_answer_closes_with_1011(local_gemini: LocalGemini) -> N
     finally:
         await model.stop()
     assert closed.value.code == 1011 and "Internal error encountered." in str(closed.value)
-    assert 0.3 <= audio_s(events) < 0.4
+    assert 0.3 <= audio_s(events, 24000) < 0.4
     assert local_gemini.sessions[0].ended_by == "fault: close mid-answer"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import math
 import os
 import threading
@@ -47,6 +46,7 @@ from telephony.simulation.local_nova.framing import EnvelopeReader, encode_clien
 from telephony.simulation.local_nova.raw_client import RawNovaClient
 
 from ..waiting import until
+from .stream_events import audio_s, received_within
 
 MODEL_ID = "amazon.nova-2-sonic-v1:0"
 FRAME_S = 0.02
@@ -297,20 +297,6 @@ async def test_stalled_stream_goes_quiet(local_nova: LocalNova) -> None:
     assert local_nova.sessions[0].text_inputs == ["Hello?"]
 
 
-async def events_within(agent: BidiAgent, seconds: float) -> list[Any]:
-    """Every event ``receive()`` gives in ``seconds`` (none of them ends the wait)."""
-    events: list[Any] = []
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            async for event in agent.receive():
-                events.append(event)
-    return events
-
-
-def audio_s(events: list[Any], rate: int = 16000) -> float:
-    return sum(len(base64.b64decode(e["audio"])) for e in of_type(events, BidiAudioDeltaEvent)) / 2 / rate
-
-
 async def test_never_answers_is_a_stall_from_the_start(local_nova: LocalNova) -> None:
     local_nova.faults.push(Fault.never_answers())
     agent = nova_agent()
@@ -319,7 +305,7 @@ async def test_never_answers_is_a_stall_from_the_start(local_nova: LocalNova) ->
         await agent.send("Hello?")
         await local_nova.wait_for_sessions(1)
         await agent.send("Anyone there?")
-        events = await events_within(agent, 1.0)
+        events = await received_within(agent, 1.0)
     finally:
         await asyncio.wait_for(agent.stop(), 2)
     assert [event["type"] for event in events] == ["bidi_connection_start"]  # strands' own, then nothing
@@ -342,15 +328,15 @@ async def test_a_stall_mid_answer_sends_some_audio_then_nothing_and_keeps_readin
             await agent.send("Talk.")
             events += await collect(agent, lambda e: isinstance(e, BidiResponseStopEvent))
         await agent.send("Talk.")
-        cut = await events_within(agent, 1.5)  # 2 s of audio at 4x would be done in 0.5 s
+        cut = await received_within(agent, 1.5)  # 2 s of audio at 4x would be done in 0.5 s
         [session] = local_nova.sessions
         before = len(session.events)
         await agent.send("Hello?")
         await until(lambda: len(session.events) > before, timeout=2, what="the stalled stream to read input")
     finally:
         await asyncio.wait_for(agent.stop(), 2)
-    assert audio_s(events) == pytest.approx(2.0 * (answer - 1))
-    assert 0.5 <= audio_s(cut) < 0.6  # the first 0.5 s (whole 40 ms chunks) of the answer, then silence
+    assert audio_s(events, 16000) == pytest.approx(2.0 * (answer - 1))
+    assert 0.5 <= audio_s(cut, 16000) < 0.6  # the first 0.5 s (whole 40 ms chunks) of the answer, then silence
     assert not of_type(cut, BidiAudioStopEvent) and not of_type(cut, BidiResponseStopEvent)
     assert session.sent[-1] == "audioOutput" and session.ended_by == "fault: stall"
 
@@ -362,10 +348,10 @@ async def test_close_mid_answer_resets_the_stream_after_some_audio(local_nova: L
     await agent.start()
     try:
         await agent.send("Talk.")
-        events = await events_within(agent, 1.5)
+        events = await received_within(agent, 1.5)
     finally:
         await asyncio.wait_for(agent.stop(), 1)  # the adapter drops a stream whose receive() ended unasked
-    assert 0.3 <= audio_s(events) < 0.4 and not of_type(events, BidiAudioStopEvent)
+    assert 0.3 <= audio_s(events, 16000) < 0.4 and not of_type(events, BidiAudioStopEvent)
     [session] = local_nova.sessions
     assert session.sent[-1] == "audioOutput" and session.ended_by == "fault: reset"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
 import logging
 import math
@@ -17,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from strands.bidi.types import BidiAudioDeltaEvent, BidiAudioStartEvent, BidiResponseStopEvent
+from strands.bidi.types import BidiAudioStartEvent, BidiResponseStopEvent
 from strands.bidi.types.content import BidiMessage, TextBlock
 from strands.bidi.types.media import AudioDelta
 from websockets.asyncio.client import ClientConnection, connect
@@ -28,6 +27,7 @@ from telephony.simulation.local_nova import Pacing, Reply, ScriptedBrain, SetupD
 from telephony.simulation.local_openai import Fault, LocalOpenAI
 
 from ..waiting import until
+from .stream_events import audio_s, received_within
 
 SESSION = {
     "type": "realtime",
@@ -119,21 +119,6 @@ async def started(server: LocalOpenAI, fault: Fault, reply_s: float = 2.0) -> Op
     return model
 
 
-async def received_within(model: OpenAIRealtime, seconds: float) -> list[Any]:
-    """Every event ``receive()`` gives in ``seconds``."""
-    events: list[Any] = []
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            async for event in model.receive():
-                events.append(event)
-    return events
-
-
-def audio_s(events: list[Any]) -> float:
-    deltas = [event for event in events if isinstance(event, BidiAudioDeltaEvent)]
-    return sum(len(base64.b64decode(event["audio"])) for event in deltas) / 2 / 24000
-
-
 async def test_never_answers_sets_up_the_session_then_says_nothing(local_openai: LocalOpenAI) -> None:
     model = await started(local_openai, Fault.never_answers())
     try:
@@ -157,7 +142,7 @@ async def test_a_stall_mid_answer_sends_some_audio_then_no_event_and_keeps_readi
         await until(lambda: session.history[-1:] == [("user", "Hello?")], timeout=2, what="the input")
     finally:
         await model.stop()
-    assert 0.5 <= audio_s(events) < 0.6  # the first 0.5 s (whole 40 ms chunks) of the answer, then nothing
+    assert 0.5 <= audio_s(events, 24000) < 0.6  # the first 0.5 s (whole 40 ms chunks) of the answer, then nothing
     assert not [event for event in events if isinstance(event, BidiResponseStopEvent)]
     assert session.sent[-1] == "response.output_audio.delta" and session.ended_by == "fault: stall mid-answer"
 
@@ -173,7 +158,7 @@ async def test_close_mid_answer_closes_with_1011_and_no_error_event(local_openai
     finally:
         await model.stop()
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1011
-    assert 0.3 <= audio_s(events) < 0.4
+    assert 0.3 <= audio_s(events, 24000) < 0.4
     [session] = local_openai.sessions
     assert "error" not in session.sent and session.sent[-1] == "response.output_audio.delta"
     assert session.ended_by == "fault: close mid-answer"
