@@ -157,6 +157,8 @@ class TranscriptBuilder:
         self.notes.append({"t": round(at, 3), "note": note, "detail": detail})
         if note == "error":
             self._bot_turn(at).text.append("(apology)")
+        elif note == "hold_sound" and detail.startswith("started"):
+            self._current = None  # the hold sound is no one's answer: its clear cuts no turn short
         elif note == "cut" and self._current is not None:
             self._current.cut = _cut_detail(detail)
 

@@ -90,3 +90,16 @@ def test_dead_air_is_listed_with_the_longest_and_only_long_waits_are_events() ->
 
 def test_a_call_without_dead_air_notes_has_none() -> None:
     assert build([])["dead_air"] == {"max_s": 0.0, "waits": []}
+
+
+def test_the_hold_sound_and_its_clear_belong_to_no_bot_turn() -> None:
+    records = [agent(1.0, "bidi_response_start")]
+    records += [bot_frame(1.0 + 0.02 * i) for i in range(25)]  # a half-second answer, heard in full
+    records += [note(5.0, "hold_sound", "started: the agent owes an answer")]
+    records += [bot_frame(5.0 + 0.02 * i) for i in range(40)]
+    records += [{"t": 5.5, "kind": "twilio_out", "message": {"event": "clear"}}]
+    records += [agent(5.5, "bidi_response_start")]
+    records += [bot_frame(5.5 + 0.02 * i) for i in range(25)]
+    first, second = (turn for turn in build(records)["turns"] if turn["role"] == "bot")
+    assert first["sent_s"] == first["heard_s"] == 0.5 and not first["interrupted"]
+    assert second["start"] >= 5.5 and second["sent_s"] == 0.5
