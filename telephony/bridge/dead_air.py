@@ -263,8 +263,7 @@ class DeadAir:
     def _owe(self, why: str, at: float) -> None:
         playback = self._playback()
         silent_from = max(at, playback.playout_end) if playback is not None else at
-        swaps = self._swaps()
-        self.owed = Owed(why, silent_from, swaps_before=swaps.swaps_done if swaps is not None else 0)
+        self.owed = Owed(why, silent_from, swaps_before=self._swaps_done())
         self._start_measure(silent_from, why, restart=why == "caller")
 
     def _start_measure(self, since: float, why: str, restart: bool = False) -> None:
@@ -321,10 +320,7 @@ class DeadAir:
         if self.owed is not None or not answer.responding or answer.audio is None:
             return
         if playback.quiet_for(now) >= STALLED_ANSWER_S and now - self._bot_audio_at >= STALLED_ANSWER_S:
-            silent_from = max(playback.playout_end, self._bot_audio_at)
-            swaps = self._swaps()
-            self.owed = Owed("answer", silent_from, swaps_before=swaps.swaps_done if swaps is not None else 0)
-            self._start_measure(silent_from, "answer")
+            self._owe("answer", max(playback.playout_end, self._bot_audio_at))
 
     def _rescue(self, owed: Owed, playback: Playback, now: float) -> None:
         swaps = self._swaps()
@@ -335,7 +331,7 @@ class DeadAir:
             owed.swaps_before, owed.silent_from = swaps.swaps_done, max(owed.silent_from, now)
         silent = now - owed.silent_from
         if owed.step == 2 and swaps is not None and swaps.swaps_done > owed.swaps_before and not swaps.swapping:
-            owed.step = 3
+            owed.step, owed.swaps_before = 3, swaps.swaps_done  # our own swap: the wait goes on from where it was
             if not swaps.asked_again:
                 self._tell_agent(ASK_AGAIN_NOTE)
         if owed.step == 0 and silent >= self._answer_s:
@@ -350,7 +346,7 @@ class DeadAir:
         elif owed.step == 1 and silent >= 2 * self._answer_s:
             owed.step = 2
             guard = self._guard()
-            owed.swaps_before = swaps.swaps_done if swaps is not None else 0
+            owed.swaps_before = self._swaps_done()
             if guard is not None and guard.reconnect(f"nothing audible {silent:.1f} s after {WHY[owed.why]}"):
                 self._step("reconnect", f"still nothing {silent:.1f} s after {WHY[owed.why]}: new model connection")
         if 1 <= owed.step < 4 and silent >= self._give_up_s:
@@ -411,6 +407,10 @@ class DeadAir:
             self._owe("goodbye", now)
 
     # --- helpers -------------------------------------------------------------------------------------
+
+    def _swaps_done(self) -> int:
+        swaps = self._swaps()
+        return swaps.swaps_done if swaps is not None else 0
 
     def _caller_speaking(self, now: float) -> bool:
         voiced = self._speech.last_voiced_at

@@ -215,3 +215,19 @@ async def test_with_a_person_to_take_the_call_the_apology_is_followed_by_a_trans
     assert apologised(call)
     assert rest.calls == [] and len(rest.redirects) == 1 and "+15550009999" in rest.redirects[0][2]
     assert "outcome=failed-agent-start" in caplog.text and "transferred to +15550009999" in caplog.text
+
+
+async def test_after_its_own_reconnect_the_guard_gives_up_on_time(caplog: pytest.LogCaptureFixture) -> None:
+    """The new connection the guard asked for is no reason to start the wait again: the apology comes at
+    ``VOICEBOT_AGENT_SILENCE_TIMEOUT`` after the answer was owed."""
+    caplog.set_level(logging.INFO, logger="telephony")
+    model = Responder(dead=True)
+    async with harness(lambda: model, hangup=FakeCallControl(), greeting="Greet the caller.", **FAST) as h:
+        async with h.caller() as call:
+            await call.connect()
+            talker = asyncio.create_task(call.silence(20.0))
+            await call.wait_closed(15.0)
+            talker.cancel()
+    apology = load_apology()[:160]
+    started = min(frame.at for frame in call.heard if frame.payload == apology)
+    assert model.connections == 2 and 3.0 <= started < 3.0 + 1.0  # owed from ~0.1 s: apology at ~3.1 s
