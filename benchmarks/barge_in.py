@@ -45,8 +45,9 @@ from telephony.app import create_app  # noqa: E402
 from telephony.bridge.barge_in import BargeIns  # noqa: E402
 from telephony.codec import pcm16_to_ulaw  # noqa: E402
 from telephony.simulation.caller.simulated_caller import SimulatedCaller  # noqa: E402
-from telephony.simulation.fakes.audio import frame_hz  # noqa: E402
-from telephony.simulation.fakes.scripted_model import (  # noqa: E402
+from telephony.simulation.local_app.loopback import serve_app  # noqa: E402
+from tests.fakes.audio import frame_hz  # noqa: E402
+from tests.fakes.model import (  # noqa: E402
     BargeIn,
     Hold,
     Say,
@@ -56,8 +57,7 @@ from telephony.simulation.fakes.scripted_model import (  # noqa: E402
     WaitForAudio,
     WaitForSpeech,
 )
-from telephony.simulation.fakes.settings import TEST_SETTINGS  # noqa: E402
-from telephony.simulation.local_app.loopback import serve_app  # noqa: E402
+from tests.fakes.settings import TEST_SETTINGS  # noqa: E402
 
 REPLY: list[Step] = [Say("a long answer", 3.0, tone_hz=400), WaitForSpeech(0.1)]
 CASES: list[tuple[str, list[Step], bool]] = [

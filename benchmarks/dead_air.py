@@ -70,8 +70,6 @@ from telephony.bridge.observer import QuietObserver  # noqa: E402
 from telephony.call_info import CallInfo  # noqa: E402
 from telephony.codec import pcm16_to_ulaw, ulaw_to_pcm16  # noqa: E402
 from telephony.config import Settings  # noqa: E402
-from telephony.simulation.fakes.audio import frame_hz  # noqa: E402
-from telephony.simulation.fakes.twilio_call import FakeTwilioCall  # noqa: E402
 from telephony.simulation.local_app.loopback import serve_app  # noqa: E402
 from telephony.simulation.local_gemini import Fault as GeminiFault  # noqa: E402
 from telephony.simulation.local_gemini import LocalGemini  # noqa: E402
@@ -81,6 +79,8 @@ from telephony.simulation.local_nova.pytest_plugin import _FAKE_ENV  # noqa: E40
 from telephony.simulation.local_nova.replies import CallerTurn  # noqa: E402
 from telephony.simulation.local_openai import Fault as OpenAIFault  # noqa: E402
 from telephony.simulation.local_openai import LocalOpenAI  # noqa: E402
+from tests.fakes.audio import frame_hz  # noqa: E402
+from tests.fakes.twilio import FakeTwilioCall  # noqa: E402
 
 MODELS = ("nova", "openai", "gemini")
 MODEL_IDS = {"nova": "amazon.nova-2-sonic-v1:0", "openai": "gpt-realtime", "gemini": "gemini-live-2.5-flash-preview"}

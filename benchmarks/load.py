@@ -1,6 +1,6 @@
 """Load benchmark: N simulated Twilio callers against a real `voicebot serve` process, on loopback.
 
-The server runs pinned to CPU 0 with a fast fake agent (telephony/simulation/fakes/turns.py: answers each caller
+The server runs pinned to CPU 0 with a fast fake agent (tests/fakes/turns.py: answers each caller
 turn with generated speech, barges in when talked over); the callers run in this process on
 CPU 1, at real time, the way Twilio would: webhook first (so the agent is pre-warmed), the stream
 about a second later, speech and pauses, some barge-ins, then a hang-up.
@@ -115,7 +115,7 @@ def process_name(pid: int) -> str:
         return ""
 
 
-FAKE_AGENT = "telephony.simulation.fakes.turns:turn_taking_agent"
+FAKE_AGENT = "tests.fakes.turns:turn_taking_agent"
 
 
 async def start_server(

@@ -3,7 +3,7 @@
 Side by side in one run, interleaved (round after round, every variant once per round, so the noise of a
 shared machine falls on all of them alike):
 
-- the fake agent of ``benchmarks/load.py`` (``telephony/simulation/fakes/turns.py``);
+- the fake agent of ``benchmarks/load.py`` (``tests/fakes/turns.py``);
 - the real strands ``BedrockNovaSonicModel`` (AWS SDK, awscrt HTTP/2, SigV4) talking over TLS to the
   local Nova emulator (``python -m telephony.simulation.local_nova``) in its own process, with the send
   chunk sizes and CRT event-loop sharing each variant names;
@@ -64,7 +64,7 @@ sys.path.insert(0, str(ROOT))
 
 from telephony.operations.nginx import nginx_binary  # noqa: E402
 
-FAKE_AGENT = "telephony.simulation.fakes.turns:turn_taking_agent"
+FAKE_AGENT = "tests.fakes.turns:turn_taking_agent"
 NOVA_AGENT = "agent.factory:create_agent"
 SETTLE_S = 8.0
 """Every call connected and talking before the CPU window opens."""

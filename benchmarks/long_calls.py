@@ -1,7 +1,7 @@
 """Long calls: what a caller notices when the model's connection is replaced, over 100+ restarts.
 
 Each call runs through the real app (in this process, on loopback) with a simulated Twilio caller who
-speaks tones whose pitch names each utterance (telephony/simulation/fakes/long_call/): questions, a question that needs
+speaks tones whose pitch names each utterance (tests/fakes/long_call/): questions, a question that needs
 a tool, a long answer it talks over, goodbye. The model side is either
 
 - ``fake``: a ``BidiModel`` whose connections strands replaces every 2-5 s, proactively (declared
@@ -59,7 +59,9 @@ from telephony.app import create_app  # noqa: E402
 from telephony.bridge.continuity import Continuity  # noqa: E402
 from telephony.config import Settings  # noqa: E402
 from telephony.simulation.caller.simulated_caller import SimulatedCaller  # noqa: E402
-from telephony.simulation.fakes.long_call import (  # noqa: E402
+from telephony.simulation.local_app.loopback import serve_app  # noqa: E402
+from telephony.simulation.local_nova.pytest_plugin import _FAKE_ENV  # noqa: E402
+from tests.fakes.long_call import (  # noqa: E402
     LimitedModel,
     Score,
     Tap,
@@ -69,9 +71,7 @@ from telephony.simulation.fakes.long_call import (  # noqa: E402
     score,
     talk,
 )
-from telephony.simulation.fakes.long_call.local_servers import LongCallServer, Restarts, started  # noqa: E402
-from telephony.simulation.local_app.loopback import serve_app  # noqa: E402
-from telephony.simulation.local_nova.pytest_plugin import _FAKE_ENV  # noqa: E402
+from tests.fakes.long_call.local_servers import LongCallServer, Restarts, started  # noqa: E402
 
 SETTINGS = Settings(greeting="", prewarm=False, hangup_grace_s=0.3, agent_start_timeout_s=15.0)
 SUMMARY = re.compile(r"call=(?P<sid>CA\w+) \| call ended \|.*caller_audio_dropped_chunks=(?P<dropped>\d+)")

@@ -50,7 +50,7 @@ from agent.nova.event_signer import CachingEventSigner
 from agent.nova.event_stream import ChunkReader, ChunkReceiver, bedrock_protocol, chunk_message
 from agent.nova.model import NovaSonicModel
 from agent.nova.sdk_seam import ModelStart, StartClient, install, starting
-from telephony.simulation.fakes.crt_stream import CrtBodyStream
+from tests.fakes.crt_stream import CrtBodyStream
 
 IDENTITY = AWSCredentialsIdentity(access_key_id="AKIDEXAMPLE", secret_access_key="secret/key+example")
 PROPERTIES: Any = {"region": "us-east-1", "service": "bedrock"}

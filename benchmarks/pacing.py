@@ -37,10 +37,10 @@ from strands.bidi import BidiAgent  # noqa: E402
 from telephony.app import create_app  # noqa: E402
 from telephony.bridge.playback import Playback  # noqa: E402
 from telephony.simulation.caller.simulated_caller import SimulatedCaller  # noqa: E402
-from telephony.simulation.fakes.audio import frame_hz  # noqa: E402
-from telephony.simulation.fakes.scripted_model import BargeIn, Hold, Say, ScriptedModel, WaitForAudio  # noqa: E402
-from telephony.simulation.fakes.settings import TEST_SETTINGS  # noqa: E402
 from telephony.simulation.local_app.loopback import serve_app  # noqa: E402
+from tests.fakes.audio import frame_hz  # noqa: E402
+from tests.fakes.model import BargeIn, Hold, Say, ScriptedModel, WaitForAudio  # noqa: E402
+from tests.fakes.settings import TEST_SETTINGS  # noqa: E402
 
 
 class DelayedCaller(SimulatedCaller):

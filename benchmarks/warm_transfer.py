@@ -32,10 +32,10 @@ from telephony.app import create_app
 from telephony.call_info import CallInfo
 from telephony.config import Settings
 from telephony.simulation.caller.simulated_caller import ULAW_SILENCE
-from telephony.simulation.fakes.scripted_model import CallTool, Hold, Say, ScriptedModel, UserSaid, WaitForText
-from telephony.simulation.fakes.twilio_calls import FakeTwilio, Person
 from telephony.simulation.local_app.loopback import serve_app
 from telephony.twilio.calls_api import TwilioCallsApi
+from tests.fakes.model import CallTool, Hold, Say, ScriptedModel, UserSaid, WaitForText
+from tests.fakes.twilio_calls import FakeTwilio, Person
 
 TOKEN, ACCOUNT = "benchmark-token", "AC" + "3" * 32
 CALLER, OUR_NUMBER, PERSON = "CA" + "c" * 32, "+15550002222", "+15557654321"

@@ -1,6 +1,6 @@
-"""Moved to :mod:`telephony.simulation.fakes.audio` (importable by benchmarks); re-exported for the tests."""
+"""Moved to :mod:`tests.fakes.audio` (importable by benchmarks); re-exported for the tests."""
 
-from telephony.simulation.fakes.audio import (
+from tests.fakes.audio import (
     dominant_hz,
     frame_hz,
     pcm,

@@ -21,8 +21,8 @@ from telephony.app import create_app
 from telephony.bridge.observer import ObserverFactory
 from telephony.call_info import CallInfo
 from telephony.config import Settings
-from telephony.simulation.fakes.settings import TEST_SETTINGS
 from telephony.simulation.local_server import serve_app
+from tests.fakes.settings import TEST_SETTINGS
 
 from .fakes.model import ScriptedModel, Step
 from .fakes.rest import FakeCallControl

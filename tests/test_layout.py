@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
         "telephony.simulation.local_app",
     ),
     ("telephony.simulation.caller",),
-    ("telephony.simulation.fakes", "telephony.simulation.replay"),
+    ("telephony.simulation.replay",),
     ("telephony.simulation.demo", "telephony.simulation.scenarios"),
     ("telephony.simulation",),
     ("telephony.cli",),
@@ -137,3 +137,22 @@ def test_the_marker_table_names_test_files_that_exist() -> None:
         for prefix in prefixes:
             path = ROOT / "tests" / prefix.partition("::")[0]
             assert path.exists(), f"SLOW_KINDS[{kind!r}] names {prefix}, which is not under tests/"
+
+
+def test_the_product_holds_no_test_doubles() -> None:
+    """Test doubles live in tests/ (benchmarks import them from there): nothing in the wheel's packages imports them,
+    and the wheel's packages hold no fakes folder."""
+    for name, path in modules().items():
+        assert not any(target.startswith("tests") for target in raw_imports(path)), f"{name} imports from tests/"
+    assert not any(part == "fakes" for name in modules() for part in name.split(".")), "a fakes package in the wheel"
+
+
+def raw_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+    return found

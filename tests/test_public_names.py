@@ -13,8 +13,8 @@ import httpx
 import websockets
 
 from telephony.app import create_app
-from telephony.simulation.fakes.settings import TEST_SETTINGS
 from telephony.simulation.local_app.loopback import serve_app
+from tests.fakes.settings import TEST_SETTINGS
 
 COMMANDS = ("serve", "call", "setup", "demo", "replay", "test")
 

@@ -123,7 +123,7 @@ def test_the_configured_models_client_is_imported_when_the_app_is_built() -> Non
 
     code = (
         "import sys; from dataclasses import replace; from telephony.app import create_app;"
-        "from telephony.simulation.fakes.settings import TEST_SETTINGS as S;"
+        "from tests.fakes.settings import TEST_SETTINGS as S;"
         "assert 'agent.gemini' not in sys.modules;"
         "create_app(replace(S, model='gemini'), agent_factory=lambda call: None);"
         "assert 'agent.gemini' in sys.modules"

@@ -16,7 +16,7 @@ import pytest
 from awscrt.aio.http import AIOHttpClientStreamUnified
 
 from agent.nova.crt_body import STREAM_ATTRIBUTES, BodyResponse, reads_directly
-from telephony.simulation.fakes.crt_stream import CrtBodyStream
+from tests.fakes.crt_stream import CrtBodyStream
 
 _AWSCRT = AIOHttpClientStreamUnified
 

@@ -14,7 +14,7 @@ from strands import tool
 
 from telephony.bridge.ending import load_apology
 from telephony.bridge.hold_sound import load_hold_sound
-from telephony.simulation.fakes.audio import frame_hz
+from tests.fakes.audio import frame_hz
 
 from ..conftest import harness
 from ..fakes.responder import PITCH, PITCH_TOOL_RESULT, Responder

@@ -1,4 +1,4 @@
-"""Long calls through the real bridge with a model whose connections run out (telephony/simulation/fakes/long_call/).
+"""Long calls through the real bridge with a model whose connections run out (tests/fakes/long_call/).
 
 strands' own restart machinery replaces the fake model's connection, proactively (declared
 ``restart_after_s``) or reactively (``ConnectionTimeoutError``), at chosen moments or at seeded random

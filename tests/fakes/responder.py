@@ -37,7 +37,7 @@ from strands.types.content import TextBlock
 from strands.types.tools import ToolResultBlock
 
 from agent.pcm_model import PcmModel
-from telephony.simulation.fakes.scripted_model import tone
+from tests.fakes.model import tone
 
 END_OF_TURN_S = 0.6
 SPEECH_RMS = 500.0

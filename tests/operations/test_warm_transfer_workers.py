@@ -3,7 +3,7 @@
 The server runs as users run it (its own nginx on the public port, two workers), with scripted models
 (tests/operations/warm_agents.py) and its REST requests sent to Twilio's stand-in through the SDK's own HTTP
 layer (``VOICEBOT_TWILIO_API_URL``): the stateful fake of api.twilio.com the in-process warm-transfer tests
-use (telephony.simulation.fakes.twilio_calls), served here over HTTP. That fake rings the person, runs the TwiML it is
+use (tests.fakes.twilio_calls), served here over HTTP. That fake rings the person, runs the TwiML it is
 given, opens media streams and posts signed status callbacks, all at the server's public port, so every
 request takes nginx's routing: ``/w/<n>/...`` to worker n, the rest to any worker.
 

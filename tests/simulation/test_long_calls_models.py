@@ -7,7 +7,7 @@ replays the history). strands replaces connections before the limits too, at qui
 those, connections end sooner at seeded moments and on cue: mid-utterance, mid-answer and just after an answer
 (the order in which the bot once answered twice). Every new connection takes a seeded 0.1-2 s to set up.
 
-A tone caller (telephony/simulation/fakes/long_call/) talks to a brain that transcribes what it heard, so the tests
+A tone caller (tests/fakes/long_call/) talks to a brain that transcribes what it heard, so the tests
 see whether every utterance reached the answering connection whole and once.
 """
 
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import pytest
 
 from telephony.app import create_app
-from telephony.simulation.fakes.long_call.local_servers import LongCallServer, Restarts
 from telephony.simulation.local_app.loopback import serve_app
 from telephony.simulation.local_gemini import LocalGemini
 from telephony.simulation.local_openai import LocalOpenAI
+from tests.fakes.long_call.local_servers import LongCallServer, Restarts
 
 from ..conftest import TEST_SETTINGS
 from ..fakes.long_call import CallerLog, Plan, Score, Tap, ToneConversation, make_plan, score, talk

@@ -4,7 +4,7 @@ the local Nova with its connection cap, silence timeout and set-up delays on a f
 The local Nova ends each stream at its (scaled) 8-minute cap with ``modelTimeoutException`` (strands
 restarts reactively) unless strands' proactive restart (``restart_after_s``, scaled from 420 s) comes
 first; extra timeouts are injected at seeded moments; every new connection takes a seeded 0.1-5 s to be
-served. A tone caller (telephony/simulation/fakes/long_call/) talks to a brain that transcribes what it heard, so the
+served. A tone caller (tests/fakes/long_call/) talks to a brain that transcribes what it heard, so the
 tests see whether every utterance reached the answering connection whole and once.
 """
 

@@ -20,11 +20,11 @@ import aiohttp
 import pytest
 
 from telephony.cli import main
-from telephony.simulation.fakes.twilio_calls import FakeTwilio
 from telephony.simulation.local_twilio.api import LocalTwilioApi
 from telephony.simulation.local_twilio.api_description import DESCRIPTION_PATH
 from telephony.twilio.calls_api import TwilioCallsApi
 from telephony.twilio.rest import TimedAsyncHttpClient
+from tests.fakes.twilio_calls import FakeTwilio
 
 from ..bridge.test_warm_transfer import (
     ACCOUNT,

@@ -33,9 +33,9 @@ from strands.bidi.types import (
 from strands.types.content import TextBlock
 from strands.types.tools import ToolResultBlock, ToolUse
 
-from telephony.simulation.fakes.long_call.conversation import RATE, SPEECH_RMS, ToneConversation
 from telephony.simulation.local_nova.replies import CallerTurn, Reply, render_audio
 from telephony.simulation.local_nova.turns import LevelDetector, SpeechEnded, SpeechStarted
+from tests.fakes.long_call.conversation import RATE, SPEECH_RMS, ToneConversation
 
 Seconds = float | Callable[[], float] | None
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from telephony.codec import ulaw_to_pcm16
 from telephony.simulation.caller.simulated_caller import FRAME_SECONDS, SimulatedCaller
-from telephony.simulation.fakes.long_call.conversation import LOOKUP_S, Plan, Utterance
+from tests.fakes.long_call.conversation import LOOKUP_S, Plan, Utterance
 
 
 def tone_ulaw(hz: float, seconds: float, amplitude: float = 0.3) -> bytes:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from telephony.simulation.fakes.long_call.conversation import SPEECH_RMS, ToneConversation
+from tests.fakes.long_call.conversation import SPEECH_RMS, ToneConversation
 
 __all__ = ["CUE_MOMENTS", "RestartCues"]
 

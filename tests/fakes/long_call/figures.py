@@ -11,8 +11,8 @@ from typing import Any
 
 from telephony.bridge.observer import QuietObserver
 from telephony.simulation.caller.simulated_caller import FRAME_SECONDS, SimulatedCaller
-from telephony.simulation.fakes.long_call.caller_line import CallerLog, voiced
-from telephony.simulation.fakes.long_call.conversation import HEARD, Plan
+from tests.fakes.long_call.caller_line import CallerLog, voiced
+from tests.fakes.long_call.conversation import HEARD, Plan
 
 
 class Tap(QuietObserver):

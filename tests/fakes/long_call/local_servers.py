@@ -35,8 +35,6 @@ from agent.gemini import GeminiLiveModel
 from agent.openai import OpenAIRealtime
 from agent.openai.endpoint import RealtimeEndpoint
 from agent.tools import end_conversation
-from telephony.simulation.fakes.long_call.conversation import ToneConversation, lookup
-from telephony.simulation.fakes.long_call.cues import RestartCues
 from telephony.simulation.local_gemini import Fault as GeminiFault
 from telephony.simulation.local_gemini import LocalGemini
 from telephony.simulation.local_gemini import Pacing as GeminiPacing
@@ -46,6 +44,8 @@ from telephony.simulation.local_nova import LocalNova, Pacing, SetupDelay
 from telephony.simulation.local_nova import TimeLimits as NovaLimits
 from telephony.simulation.local_openai import Fault as OpenAIFault
 from telephony.simulation.local_openai import LocalOpenAI, SessionLimits
+from tests.fakes.long_call.conversation import ToneConversation, lookup
+from tests.fakes.long_call.cues import RestartCues
 
 __all__ = ["LIMITS", "MODEL_IDS", "PROVIDERS", "LongCallServer", "Restarts", "started"]
 
