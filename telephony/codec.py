@@ -45,8 +45,11 @@ FRAME_SECONDS = FRAME_MS / 1000
 FRAME_BYTES = TWILIO_RATE * FRAME_MS // 1000
 """One frame of μ-law at 8 kHz, one byte a sample: 160 bytes."""
 
-SPEECH_LEVEL_DBFS = -40.0
-"""Caller audio louder than this is speech (the watchdog, continuity and the quiet switch-over agree on it)."""
+SPEECH_LEVEL_DBFS = -45.0
+"""Caller audio louder than this (a 20 ms frame's RMS) is speech: a phone line's noise floor sits well below it, and
+espeak's voice on a line 20 dB down sits at its edge. The one level for caller speech: the bridge's turns and dead
+air (``caller_speech``), continuity (``utterance_keeper``), the quiet switch-over, the replay report and the
+scenarios' caller truth all use it. (A model's own detector, such as the offline model's, is the model's business.)"""
 
 ULAW_SILENCE = 0xFF
 """μ-law code for digital zero, used to pad the last frame of a turn."""

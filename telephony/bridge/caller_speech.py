@@ -2,7 +2,7 @@
 
 A model reports the caller's words only once it has recognised them, often a second or more after they
 were said, and without saying when they began. The bridge hears the audio itself, frame by frame, so it
-times the caller's turns here: a 20 ms frame above ``SPEECH_DBFS`` is speech, and speech with gaps
+times the caller's turns here: a 20 ms frame above ``SPEECH_LEVEL_DBFS`` is speech, and speech with gaps
 shorter than ``TURN_GAP_S`` is one span (the same rule the replay report and the demo use).
 
 Spans are timed on the stream's own clock (Twilio's media ``timestamp``, immune to network jitter), so
@@ -15,10 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from telephony.codec import FRAME_SECONDS as FRAME_S
-from telephony.codec import ulaw_level_dbfs
+from telephony.codec import SPEECH_LEVEL_DBFS, ulaw_level_dbfs
 
-SPEECH_DBFS = -45.0
-"""A frame louder than this is speech (a phone line's noise floor sits well below it)."""
 TURN_GAP_S = 0.5
 """Quiet shorter than this is a pause inside a turn, not its end."""
 TALKING_OVER_S = 0.1
@@ -40,7 +38,7 @@ class SpeechSpan:
 class CallerSpeech:
     """Finds caller speech in a call's inbound frames. Feed every frame in order; cheap (one level per frame)."""
 
-    def __init__(self, threshold_dbfs: float = SPEECH_DBFS, gap_s: float = TURN_GAP_S) -> None:
+    def __init__(self, threshold_dbfs: float = SPEECH_LEVEL_DBFS, gap_s: float = TURN_GAP_S) -> None:
         self._threshold = threshold_dbfs
         self._gap_s = gap_s
         self._start_s: float | None = None

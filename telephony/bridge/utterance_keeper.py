@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from telephony.codec import FRAME_SECONDS as FRAME_S
-from telephony.codec import SPEECH_LEVEL_DBFS as SPEECH_DBFS
+from telephony.codec import SPEECH_LEVEL_DBFS
 
 ONSET_FRAMES = 2
 PREROLL_S = 0.3
@@ -55,7 +55,7 @@ class UtteranceKeeper:
         self,
         sample_rate: int,
         *,
-        threshold_dbfs: float = SPEECH_DBFS,
+        threshold_dbfs: float = SPEECH_LEVEL_DBFS,
         preroll_s: float = PREROLL_S,
         hangover_s: float = HANGOVER_S,
         expiry_s: float = UNHEARD_EXPIRY_S,

@@ -15,15 +15,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from telephony.codec import ulaw_level_dbfs
+from telephony.codec import SPEECH_LEVEL_DBFS, ulaw_level_dbfs
 from telephony.recording.format import Recording
 from telephony.recording.transcript import TRANSCRIPT_FILE, TranscriptBuilder
 
 __all__ = ["expectations_from"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-SPEECH_DBFS = -45.0
-"""A caller frame above this is speech (the bridge's own rule)."""
 MIN_CLEAR_BUDGET_MS = 1000
 
 
@@ -72,7 +70,7 @@ def clear_delays_ms(recording: Recording) -> list[float]:
         if not isinstance(message, dict):
             continue
         if record.get("kind") == "twilio_in" and message.get("event") == "media":
-            speech = ulaw_level_dbfs(_payload(message)) > SPEECH_DBFS
+            speech = ulaw_level_dbfs(_payload(message)) > SPEECH_LEVEL_DBFS
             if speech and quiet:
                 onset = float(record.get("t", 0.0))
             quiet = not speech

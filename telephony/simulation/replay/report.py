@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from telephony.codec import ulaw_to_pcm16
+from telephony.codec import SPEECH_LEVEL_DBFS, ulaw_to_pcm16
 from telephony.simulation.caller.simulated_caller import FRAME_SECONDS, Heard, SimulatedCaller
 
-SPEECH_DBFS = -45.0
 TURN_GAP_S = 0.5
 
 
-def is_speech(ulaw: bytes, threshold_dbfs: float = SPEECH_DBFS) -> bool:
+def is_speech(ulaw: bytes, threshold_dbfs: float = SPEECH_LEVEL_DBFS) -> bool:
     samples = np.frombuffer(ulaw_to_pcm16(ulaw), dtype="<i2").astype(np.float64)
     if not len(samples):
         return False

@@ -10,13 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from telephony.codec import ulaw_level_dbfs
+from telephony.codec import SPEECH_LEVEL_DBFS, ulaw_level_dbfs
 from telephony.simulation.caller.simulated_caller import Heard
 
 __all__ = ["SpeechSpan", "speech_spans", "talking_over_the_bot"]
 
-SPEECH_DBFS = -45.0
-"""A clean frame above this is speech (the bridge's own rule for what it calls caller speech)."""
 JOIN_MS = 500
 """Speech this close together is one stretch (a pause between words, not between turns)."""
 BOT_AUDIBLE_S = 0.05
@@ -37,7 +35,7 @@ def speech_spans(said: Sequence[Heard]) -> list[SpeechSpan]:
     """The stretches of speech in what the caller sent (frames without a timestamp are skipped)."""
     spans: list[SpeechSpan] = []
     for frame in said:
-        if frame.timestamp is None or ulaw_level_dbfs(frame.payload) <= SPEECH_DBFS:
+        if frame.timestamp is None or ulaw_level_dbfs(frame.payload) <= SPEECH_LEVEL_DBFS:
             continue
         if spans and frame.timestamp - spans[-1].end_ms <= JOIN_MS:
             spans[-1] = SpeechSpan(spans[-1].start_ms, frame.timestamp, spans[-1].at_s)
