@@ -26,6 +26,7 @@ from telephony.bridge.observer import Observers
 from telephony.bridge.playback import Playback
 from telephony.bridge.transfer import HandOffAction
 from telephony.call_info import CallInfo
+from telephony.codec import ULAW_SILENCE, load_sound_file
 from telephony.config import Settings
 from telephony.operations.logs import CallLog
 from telephony.twilio.calls_api import CallsApi, hang_up_with_retries
@@ -187,8 +188,7 @@ def load_apology() -> bytes:
     """The spoken apology shipped with the package (raw μ-law 8 kHz), trimmed to whole frames.
 
     Read once per process: sessions must not touch the disk on the event loop."""
-    clip = APOLOGY_CLIP.read_bytes() if APOLOGY_CLIP.is_file() else b"\xff" * 8000
-    return clip[: len(clip) - len(clip) % 160]
+    return load_sound_file(APOLOGY_CLIP) if APOLOGY_CLIP.is_file() else bytes([ULAW_SILENCE]) * 8000
 
 
 __all__ = ["CallEnding", "EndingSide", "load_apology"]
