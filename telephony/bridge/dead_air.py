@@ -66,6 +66,13 @@ WHY = {
     "tool_run": "a tool starting",
 }
 """What made the answer owed (or the wait begin), as the log lines and notes say it."""
+ENDED_BY = {
+    "audio": "the bot was heard",
+    "hold": "the hold sound started",
+    "caller": "the caller spoke up",
+    "end": "the call ended",
+}
+"""What ended a wait (``Wait.ended_by``), as the log lines and the recording's readers say it."""
 
 
 class Swaps(Protocol):
@@ -205,7 +212,7 @@ class DeadAir:
         if owed is not None:
             if owed.step:
                 self._log().info("the agent answered (%s) after %s", WHY[owed.why], _step_name(owed.step))
-                self._observers.notify("note", "rescue", f"the agent answered after {_step_name(owed.step)}")
+                self._note("rescue", f"the agent answered after {_step_name(owed.step)}")
             self.owed = None
 
     def tool_started(self) -> None:
@@ -292,12 +299,7 @@ class DeadAir:
         self._observers.notify("note", "dead_air", wait.note_detail())
         if wait.seconds >= self._answer_s:
             self._log().warning(
-                "dead air: %.1f s after %s before %s",
-                wait.seconds,
-                WHY[wait.why],
-                {"audio": "the bot was heard", "hold": "the hold sound", "caller": "the caller spoke up"}.get(
-                    wait.ended_by, "the call ended"
-                ),
+                "dead air: %.1f s after %s before %s", wait.seconds, WHY[wait.why], ENDED_BY[wait.ended_by]
             )
 
     # --- covering a tool -----------------------------------------------------------------------------
@@ -431,4 +433,4 @@ def _step_name(step: int) -> str:
     return {1: "a nudge", 2: "a new model connection", 3: "a new model connection"}.get(step, "the apology")
 
 
-__all__ = ["MIN_TURN_S", "RESCUE_STEPS", "WAKE_S", "DeadAir", "Owed", "Swaps", "Wait"]
+__all__ = ["ENDED_BY", "MIN_TURN_S", "RESCUE_STEPS", "WAKE_S", "WHY", "DeadAir", "Owed", "Swaps", "Wait"]

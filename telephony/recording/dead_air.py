@@ -18,13 +18,8 @@ NOTE = "dead_air"
 SHOWN_FROM_S = 2.0
 """Waits this long or longer are events of their own on the call's timeline (shorter ones only in ``dead_air``)."""
 AFTER = WHY
-"""What the wait came after, as the labels and findings say it (the bridge's own words, kept there)."""
-ENDED_BY = {
-    "audio": "the bot was heard",
-    "hold": "the hold sound started",
-    "caller": "the caller spoke up",
-    "end": "the call ended",
-}
+"""What the wait came after, as the labels and findings say it (the bridge's own words, kept there, as are those for
+what ended it: ``telephony.bridge.dead_air.ENDED_BY``)."""
 
 
 def parse_wait(detail: Any) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ import bisect
 import statistics
 from typing import Any
 
+from telephony.bridge.dead_air import ENDED_BY
 from telephony.recording import dead_air
 from telephony.simulation.scenarios.outcome import CallOutcome, Finding
 from telephony.simulation.scenarios.scenario import Expectations
@@ -202,7 +203,7 @@ def check_dead_air(expect: Expectations, outcome: CallOutcome) -> list[Finding]:
     over = sum(1 for wait in waits if wait["s"] > limit)
     others = f"; {over - 1} other wait(s) over {limit:g} s too" if over > 1 else ""
     line = f" on {outcome.line.describe()}" if outcome.line is not None else ""
-    ended = dead_air.ENDED_BY.get(worst["ended_by"], f"ended by {worst['ended_by']}")
+    ended = ENDED_BY.get(worst["ended_by"], f"ended by {worst['ended_by']}")
     return [
         Finding(
             where,
